@@ -1,0 +1,51 @@
+# ScanGate — the two commands a newcomer needs: `make run` and `make test`.
+SWIFT ?= swift
+CAMERA ?= sim:HELLO-SCANGATE
+BIN_DEBUG := .build/debug/scangate
+BIN_RELEASE := .build/release/scangate
+
+.PHONY: all deps build release run test test-unit hil bench deb fuzz soak clean
+
+all: build
+
+deps:
+	@scripts/install-deps build
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --static-swift-stdlib
+
+## Run the daemon on the simulated camera (a QR code that appears and leaves, forever). Ctrl-C stops it.
+run: build
+	$(BIN_DEBUG) run --camera $(CAMERA)
+
+## Every test: unit and integration tests, then the hardware-in-the-loop suite against real drivers.
+test: test-unit hil
+
+## Unit and integration tests only (no VM), for quick work.
+test-unit: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+## Hardware-in-the-loop: the scangate binary against vivid, gpio-sim, snd-aloop and an 8250 UART in a QEMU VM.
+hil: release
+	@scripts/install-deps hil
+	Tests/HIL/run $(BIN_RELEASE)
+
+bench: release
+	$(BIN_RELEASE) bench
+
+deb: release
+	@scripts/install-deps deb
+	deploy/debian/build-deb $(BIN_RELEASE)
+
+fuzz: deps
+	Tests/Fuzz/run
+
+soak: release
+	$(BIN_RELEASE) soak
+
+clean:
+	rm -rf .build build

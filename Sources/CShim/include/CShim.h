@@ -1,0 +1,55 @@
+// What Swift cannot import directly: function-like macros (VIDIOC_*, V4L2_PIX_FMT_*, zbar_fourcc),
+// variadic C functions (v4l2_open, v4l2_ioctl, ALSA's error handler), and C-only stdio globals.
+#ifndef SCANGATE_CSHIM_H
+#define SCANGATE_CSHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <termios.h>
+
+// ---- stdio ----
+/// Line-buffers stdout so each event line reaches a pipe at once. Returns 0 or -1.
+int shim_stdout_line_buffered(void);
+
+// ---- pseudo-terminals ----
+/// openpty(3): returns 0 and both fds, or -1 with errno set.
+int shim_openpty(int *controller, int *device, char *name, size_t name_len);
+
+// ---- serial ----
+unsigned long shim_tiocgrs485(void);
+unsigned long shim_tiocsrs485(void);
+/// Enables RS-485 mode (SER_RS485_ENABLED | RTS_ON_SEND) on a UART. Returns ioctl's result.
+int shim_enable_rs485(int fd, int rts_on_send);
+int shim_ioctl_int(int fd, unsigned long request, int *value);
+unsigned long shim_tiocmget(void);
+
+// ---- V4L2 ----
+unsigned long shim_vidioc_querycap(void);
+unsigned long shim_vidioc_enum_fmt(void);
+unsigned long shim_vidioc_enum_framesizes(void);
+unsigned long shim_vidioc_enum_frameintervals(void);
+unsigned long shim_vidioc_g_fmt(void);
+unsigned long shim_vidioc_s_fmt(void);
+unsigned long shim_vidioc_g_parm(void);
+unsigned long shim_vidioc_s_parm(void);
+unsigned long shim_vidioc_reqbufs(void);
+unsigned long shim_vidioc_querybuf(void);
+unsigned long shim_vidioc_qbuf(void);
+unsigned long shim_vidioc_dqbuf(void);
+unsigned long shim_vidioc_streamon(void);
+unsigned long shim_vidioc_streamoff(void);
+unsigned long shim_vidioc_queryctrl(void);
+unsigned long shim_vidioc_g_ctrl(void);
+unsigned long shim_vidioc_s_ctrl(void);
+uint32_t shim_fourcc(char a, char b, char c, char d);
+int shim_v4l2_open(const char *path, int flags);
+int shim_v4l2_close(int fd);
+int shim_v4l2_ioctl(int fd, unsigned long request, void *arg);
+void *shim_v4l2_mmap(void *start, size_t length, int prot, int flags, int fd, int64_t offset);
+int shim_v4l2_munmap(void *start, size_t length);
+
+// ---- ALSA ----
+/// Installs an error handler that prints nothing (ALSA would print to stderr when there is no card).
+void shim_alsa_silence_errors(void);
+
+#endif

@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Log levels with the sd-daemon priority prefixes journald understands.
+public enum LogLevel: Int, Comparable, CaseIterable, Sendable {
+    case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "error", "err": self = .error
+        case "warning", "warn": self = .warning
+        case "notice": self = .notice
+        case "info": self = .info
+        case "debug": self = .debug
+        default: return nil
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .error: return "error"
+        case .warning: return "warning"
+        case .notice: return "notice"
+        case .info: return "info"
+        case .debug: return "debug"
+        }
+    }
+}
+
+/// Writes `<N>message` lines to stderr (never stdout). Control characters in messages are escaped so a
+/// payload can never put a terminal escape sequence into a log. Repeats of the same `key` are rate-limited.
+public final class Logger: Sendable {
+    private struct State {
+        var level: LogLevel
+        var lastByKey: [String: (time: UInt64, suppressed: Int)] = [:]
+    }
+    private let state: Mutex<State>
+    private let sink: @Sendable (String) -> Void
+    /// Minimum seconds between two lines with the same rate-limit key.
+    public let repeatInterval: Double
+
+    public init(level: LogLevel = .info, repeatInterval: Double = 30,
+                sink: @escaping @Sendable (String) -> Void = Logger.writeToStderr) {
+        self.state = Mutex(State(level: level))
+        self.sink = sink
+        self.repeatInterval = repeatInterval
+    }
+
+    public var level: LogLevel {
+        get { state.withLock { $0.level } }
+        set { state.withLock { $0.level = newValue } }
+    }
+
+    public func isEnabled(_ level: LogLevel) -> Bool { level <= self.level }
+
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, rateLimitKey: String? = nil) {
+        guard isEnabled(level) else { return }
+        var text = Logger.escape(message())
+        if let key = rateLimitKey {
+            let now = MonotonicNow.seconds()
+            let decision: String?? = state.withLock { s in
+                if let last = s.lastByKey[key], Double(now - last.time) / 1e9 < repeatInterval {
+                    s.lastByKey[key] = (last.time, last.suppressed + 1)
+                    return .some(nil)
+                }
+                let suppressed = s.lastByKey[key]?.suppressed ?? 0
+                s.lastByKey[key] = (now, 0)
+                return suppressed > 0 ? .some(" (repeated \(suppressed) more times)") : .none
+            }
+            switch decision {
+            case .some(nil): return
+            case .some(.some(let suffix)): text += suffix
+            case .none: break
+            }
+        }
+        sink("<\(level.rawValue)>\(text)")
+    }
+
+    public func error(_ m: @autoclosure () -> String, rateLimitKey: String? = nil) { log(.error, m(), rateLimitKey: rateLimitKey) }
+    public func warning(_ m: @autoclosure () -> String, rateLimitKey: String? = nil) { log(.warning, m(), rateLimitKey: rateLimitKey) }
+    public func notice(_ m: @autoclosure () -> String) { log(.notice, m()) }
+    public func info(_ m: @autoclosure () -> String) { log(.info, m()) }
+    public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }
+
+    /// Escapes control characters (C0, DEL, C1) and backslash as \xNN so no escape sequence reaches a log.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if v < 0x20 || v == 0x7F || (0x80...0x9F).contains(v) || scalar == "\\" {
+                if scalar == "\\" { out += "\\\\"; continue }
+                let hex = String(v, radix: 16, uppercase: true)
+                out += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Escapes raw payload bytes for a log line: printable ASCII as is, everything else \xNN.
+    public static func escape(bytes: [UInt8]) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return escape(text) }
+        var out = ""
+        for b in bytes {
+            if b >= 0x20 && b < 0x7F && b != 0x5C { out.unicodeScalars.append(Unicode.Scalar(b)) }
+            else {
+                let hex = String(b, radix: 16, uppercase: true)
+                out += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return out
+    }
+
+    @Sendable public static func writeToStderr(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue } else { return } }
+                offset += n
+            }
+        }
+    }
+}
+
+enum MonotonicNow {
+    static func seconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}

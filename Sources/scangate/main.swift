@@ -1,0 +1,4 @@
+import App
+
+let code = ScanGateCommand.main(arguments: Array(CommandLine.arguments.dropFirst()))
+exit(code)

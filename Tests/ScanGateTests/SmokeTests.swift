@@ -1,0 +1,8 @@
+import XCTest
+@testable import Core
+
+final class SmokeTests: XCTestCase {
+    func testSymbologyNames() {
+        XCTAssertEqual(Symbology(name: "QR-Code"), .qr)
+    }
+}
