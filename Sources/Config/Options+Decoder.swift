@@ -1,0 +1,33 @@
+import Core
+import Decoding
+
+extension OptionTable {
+    static let decoder: [OptionSpec] = [
+        OptionSpec("symbologies", .decoder, .value(placeholder: "LIST"), default: "qr",
+                   help: "codes to read, comma-separated: \(Symbology.cliNames)",
+                   apply: { s, v in
+                       var set = Set<Symbology>()
+                       for name in ParseValue.list(v) {
+                           guard let sym = Symbology(name: name) else {
+                               throw OptionValueError("'\(name)' is not a symbology (allowed: \(Symbology.cliNames))")
+                           }
+                           set.insert(sym)
+                       }
+                       guard !set.isEmpty else { throw OptionValueError("is empty (allowed: \(Symbology.cliNames))") }
+                       s.decoder.symbologies = set
+                   },
+                   show: { s in Symbology.allCases.filter { s.decoder.symbologies.contains($0) }.map(\.rawValue).joined(separator: ",") }),
+        OptionSpec("density", .decoder, .value(placeholder: "N"), default: "1",
+                   help: "scan every Nth pixel row and column (1: all; 2 halves the cost, needs >= 3 px per module)",
+                   apply: { s, v in s.decoder.density = try ParseValue.int(v, in: 1...8) },
+                   show: { String($0.decoder.density) }),
+        OptionSpec("test-inverted", .decoder, .flag, default: "false",
+                   help: "also read light-on-dark codes (phone screens in dark mode)",
+                   apply: { s, v in s.decoder.testInverted = try ParseValue.bool(v) },
+                   show: { String($0.decoder.testInverted) }),
+        OptionSpec("upca-as-ean13", .decoder, .flag, default: "false",
+                   help: "report UPC-A as 13-digit EAN-13 instead of 12-digit UPC-A",
+                   apply: { s, v in s.decoder.upcaAsEAN13 = try ParseValue.bool(v) },
+                   show: { String($0.decoder.upcaAsEAN13) }),
+    ]
+}

@@ -1,0 +1,26 @@
+import Core
+import Outputs
+
+extension OptionTable {
+    static let output: [OptionSpec] = [
+        OptionSpec("output", .output, .value(placeholder: "FORMAT"), default: "json",
+                   help: "stdout format: json (one object per line), text (zbarcam's TYPE:data), none",
+                   apply: { s, v in
+                       s.output.format = try ParseValue.choice(v, OutputFormat.allCases.map { ($0.rawValue, $0) })
+                   },
+                   show: { $0.output.format.rawValue }),
+        OptionSpec("oneshot", .output, .flag, default: "false",
+                   help: "exit 0 after the first reported code",
+                   apply: { s, v in s.oneshot = try ParseValue.bool(v) },
+                   show: { String($0.oneshot) }),
+        OptionSpec("log-level", .service, .value(placeholder: "LEVEL"), default: "info",
+                   help: "stderr log level: error, warning, notice, info, debug",
+                   apply: { s, v in
+                       guard let l = LogLevel(name: v.trimmingSpaces) else {
+                           throw OptionValueError("'\(v)' is not one of error, warning, notice, info, debug")
+                       }
+                       s.logLevel = l
+                   },
+                   show: { $0.logLevel.name }),
+    ]
+}

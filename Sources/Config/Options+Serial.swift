@@ -1,0 +1,5 @@
+import Core
+
+extension OptionTable {
+    static let serial: [OptionSpec] = []
+}
