@@ -26,11 +26,11 @@ enum RunCommand {
     static func runDaemon(_ settings: RunSettings) -> Int32 {
         let logger = Logger(level: settings.logLevel)
         let source: FrameSource
-        let decoder: ZbarDecoder
+        let decoder: Decoder
         let sinks: [EventSink]
         do {
             source = try SourceFactory.make(settings.capture, logger: logger)
-            decoder = try ZbarDecoder(settings: settings.decoder)
+            decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
             sinks = try SinkFactory.make(settings, logger: logger)
         } catch let error as UsageError {
             return usageError(error.message)

@@ -88,3 +88,12 @@ public final class ZbarDecoder: Decoder {
         }
     }
 }
+
+extension ZbarDecoder {
+    /// The decoder `run` uses: zbar behind the idle gate unless gating is off.
+    public static func makeForStream(settings: DecoderSettings) throws(UsageError) -> Decoder {
+        let zbar = try ZbarDecoder(settings: settings)
+        guard settings.idleRescanFrames > 0 else { return zbar }
+        return GatedDecoder(zbar, rescanEvery: settings.idleRescanFrames, threshold: settings.changeThreshold)
+    }
+}
