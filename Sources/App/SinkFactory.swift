@@ -1,6 +1,7 @@
 import Config
 import Core
 import Outputs
+import Pipeline
 
 /// Builds the sinks `run` reports to, in order: stdout first (it is the record), then the devices.
 enum SinkFactory {
@@ -10,7 +11,10 @@ enum SinkFactory {
         return sinks
     }
 
-    static func policies(_ settings: RunSettings) -> [PayloadPolicy] {
-        []
+    /// Checks applied to every code before any sink sees it: the payload filters, then the serial policy.
+    static func policies(_ settings: RunSettings) throws -> [PayloadPolicy] {
+        var policies: [PayloadPolicy] = []
+        if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
+        return policies
     }
 }
