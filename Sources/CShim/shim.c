@@ -1,4 +1,7 @@
+#define _GNU_SOURCE
 #include "CShim.h"
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <pty.h>
@@ -9,6 +12,13 @@
 #include <linux/videodev2.h>
 #include <libv4l2.h>
 #include <alsa/asoundlib.h>
+
+void shim_set_current_thread_name(const char *name) {
+    char buffer[16];
+    strncpy(buffer, name, 15);
+    buffer[15] = '\0';
+    pthread_setname_np(pthread_self(), buffer);
+}
 
 int shim_stdout_line_buffered(void) { return setvbuf(stdout, NULL, _IOLBF, 0) == 0 ? 0 : -1; }
 

@@ -11,6 +11,10 @@
 /// Line-buffers stdout so each event line reaches a pipe at once. Returns 0 or -1.
 int shim_stdout_line_buffered(void);
 
+// ---- threads ----
+/// Names the calling thread (shown by top -H, gdb); at most 15 characters are kept.
+void shim_set_current_thread_name(const char *name);
+
 // ---- pseudo-terminals ----
 /// openpty(3): returns 0 and both fds, or -1 with errno set.
 int shim_openpty(int *controller, int *device, char *name, size_t name_len);

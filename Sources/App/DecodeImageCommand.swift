@@ -1,0 +1,86 @@
+import Config
+import Core
+import Decoding
+import Images
+import Platform
+
+/// `scangate decode-image FILE...`: prints each payload found on its own line as raw bytes.
+/// Exit 0 when anything was found, 1 when nothing was, 2 when a file cannot be read (the other files
+/// are still decoded).
+enum DecodeImageCommand {
+    static let help = """
+        Usage: scangate decode-image [--symbologies LIST] [--test-inverted] [--verbose] FILE...
+
+        Decodes the codes in PNG, JPEG or PGM images and prints each payload on its own line, as raw bytes.
+          --symbologies LIST   codes to look for (default: all of \(Symbology.cliNames))
+          --no-test-inverted   do not also look for light-on-dark codes
+          --verbose            prefix each line with FILE: and the symbology
+        Exit: 0 something was found, 1 nothing was, 2 a file could not be read or a flag is wrong.
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var settings = DecoderSettings()
+        settings.symbologies = Set(Symbology.allCases)
+        settings.testInverted = true
+        settings.idleRescanFrames = 0
+        var verbose = false
+        var files: [String] = []
+        var i = 0
+        while i < arguments.count {
+            let arg = arguments[i]
+            i += 1
+            switch arg {
+            case "-h", "--help":
+                print(help)
+                return 0
+            case "--verbose": verbose = true
+            case "--test-inverted": settings.testInverted = true
+            case "--no-test-inverted": settings.testInverted = false
+            case "--symbologies":
+                guard i < arguments.count else { return usageError("--symbologies needs a LIST (\(Symbology.cliNames))") }
+                var set = Set<Symbology>()
+                for name in ParseValue.list(arguments[i]) {
+                    guard let s = Symbology(name: name) else {
+                        return usageError("--symbologies: '\(name)' is not a symbology (allowed: \(Symbology.cliNames))")
+                    }
+                    set.insert(s)
+                }
+                guard !set.isEmpty else { return usageError("--symbologies is empty (allowed: \(Symbology.cliNames))") }
+                settings.symbologies = set
+                i += 1
+            default:
+                if arg.hasPrefix("--") { return usageError("unknown option \(arg) (see scangate decode-image --help)") }
+                files.append(arg)
+            }
+        }
+        guard !files.isEmpty else { return usageError("decode-image needs at least one FILE (PNG, JPEG or PGM)") }
+        let decoder: ImageDecoder
+        do {
+            decoder = try ImageDecoder(settings: settings)
+        } catch {
+            return usageError(error.message)
+        }
+        let out = FileDescriptor(rawValue: 1)
+        var found = false
+        var unreadable = false
+        for path in files {
+            let image: LumaImage
+            do {
+                image = try ImageFile.read(path: path)
+            } catch {
+                Logger.writeToStderr("scangate: " + Logger.escape(error.message))
+                unreadable = true
+                continue
+            }
+            for symbol in decoder.decode(width: image.width, height: image.height, luma: image.pixels) {
+                found = true
+                var line: [UInt8] = verbose ? Array("\(path): \(symbol.symbology.zbarName): ".utf8) : []
+                line += symbol.data
+                line.append(0x0A)
+                _ = out.writeAll(line)
+            }
+        }
+        if unreadable { return ExitCode.usage.rawValue }
+        return found ? ExitCode.success.rawValue : ExitCode.nothingFound.rawValue
+    }
+}

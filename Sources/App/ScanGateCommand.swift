@@ -1,0 +1,59 @@
+import CShim
+import Core
+#if canImport(Glibc)
+@_exported import Glibc
+#endif
+
+/// `scangate COMMAND ...`: dispatches to the commands. Each returns the process exit code.
+public enum ScanGateCommand {
+    public static let version = "0.1.0"
+
+    static let commands: [(name: String, summary: String, run: @Sendable ([String]) -> Int32)] = [
+        ("run", "run the scanning daemon (default command)", RunCommand.run),
+        ("decode-image", "decode codes in PNG, JPEG or PGM files", DecodeImageCommand.run),
+    ]
+
+    public static func main(arguments: [String]) -> Int32 {
+        _ = shim_stdout_line_buffered()
+        guard let first = arguments.first else { return RunCommand.run([]) }
+        switch first {
+        case "-h", "--help", "help":
+            print(usage)
+            return 0
+        case "--version", "version":
+            print("scangate \(version)")
+            return 0
+        default:
+            if let command = commands.first(where: { $0.name == first }) {
+                return command.run(Array(arguments.dropFirst()))
+            }
+            if first.hasPrefix("--") { return RunCommand.run(arguments) }
+            return usageError("unknown command '\(first)' (commands: \(commands.map(\.name).joined(separator: ", ")))")
+        }
+    }
+
+    static var usage: String {
+        var lines = [
+            "scangate \(version): headless QR/barcode scanning daemon for kiosks",
+            "",
+            "Usage: scangate COMMAND [OPTIONS]   (scangate COMMAND --help for each)",
+            "",
+            "Commands:",
+        ]
+        for c in commands { lines.append("  " + c.name.padding(16) + c.summary) }
+        lines += ["", "Exit codes: 0 ok, 1 nothing found / camera failed (doctor), 2 bad flag, value, file or config."]
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// One line on stderr naming what is wrong; exit 2.
+func usageError(_ message: String) -> Int32 {
+    Logger.writeToStderr("scangate: " + Logger.escape(message))
+    return ExitCode.usage.rawValue
+}
+
+extension String {
+    func padding(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,99 @@
+import CZbar
+import Core
+
+/// The zbar implementation of the decoder seam.
+public final class ZbarDecoder: Decoder {
+    public let settings: DecoderSettings
+    private let scanner: ZbarScanner
+
+    public init(settings: DecoderSettings) throws(UsageError) {
+        self.settings = settings
+        do {
+            scanner = try ZbarScanner()
+            try scanner.set(ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
+            var enabled = Set(settings.symbologies.map(ZbarDecoder.zbarType))
+            // zbar finds UPC-A/ISBN inside its EAN-13 decoder: the EAN-13 family needs it enabled.
+            if settings.symbologies.contains(.upca) || settings.symbologies.contains(.isbn13)
+                || settings.symbologies.contains(.isbn10) {
+                enabled.insert(ZBAR_EAN13)
+            }
+            for type in enabled {
+                try scanner.set(type, ZBAR_CFG_ENABLE, 1)
+            }
+            // Keep QR payload bytes exactly as encoded (no charset guessing).
+            if settings.symbologies.contains(.qr) { try scanner.set(ZBAR_QRCODE, ZBAR_CFG_BINARY, 1) }
+            try scanner.set(ZBAR_NONE, ZBAR_CFG_X_DENSITY, Int32(settings.density))
+            try scanner.set(ZBAR_NONE, ZBAR_CFG_Y_DENSITY, Int32(settings.density))
+            if settings.testInverted { try scanner.set(ZBAR_NONE, ZBAR_CFG_TEST_INVERTED, 1) }
+        } catch {
+            throw UsageError("cannot configure zbar: \(error)")
+        }
+    }
+
+    public func decode(_ frame: Frame) -> [DecodedSymbol] {
+        decode(width: frame.width, height: frame.height, luma: frame.luma)
+    }
+
+    /// Decodes one image (also used by decode-image).
+    public func decode(width: Int, height: Int, luma: [UInt8]) -> [DecodedSymbol] {
+        var found: [DecodedSymbol] = []
+        luma.withUnsafeBufferPointer { buffer in
+            _ = scanner.scan(width: width, height: height, luma: buffer) { type, bytes, bounds in
+                guard let symbology = ZbarDecoder.symbology(type),
+                      let symbol = SymbolNormaliser.normalise(
+                        DecodedSymbol(symbology: symbology, data: bytes, bounds: bounds), settings: settings)
+                else { return }
+                if !found.contains(where: { $0.key == symbol.key }) { found.append(symbol) }
+            }
+        }
+        return found
+    }
+
+    static func zbarType(_ s: Symbology) -> zbar_symbol_type_t {
+        switch s {
+        case .qr: return ZBAR_QRCODE
+        case .ean13: return ZBAR_EAN13
+        case .ean8: return ZBAR_EAN8
+        case .upca: return ZBAR_UPCA
+        case .upce: return ZBAR_UPCE
+        case .code128: return ZBAR_CODE128
+        case .code39: return ZBAR_CODE39
+        case .code93: return ZBAR_CODE93
+        case .i25: return ZBAR_I25
+        case .codabar: return ZBAR_CODABAR
+        case .databar: return ZBAR_DATABAR
+        case .databarExp: return ZBAR_DATABAR_EXP
+        case .isbn10: return ZBAR_ISBN10
+        case .isbn13: return ZBAR_ISBN13
+        }
+    }
+
+    static func symbology(_ t: zbar_symbol_type_t) -> Symbology? {
+        switch t {
+        case ZBAR_QRCODE: return .qr
+        case ZBAR_EAN13: return .ean13
+        case ZBAR_EAN8: return .ean8
+        case ZBAR_UPCA: return .upca
+        case ZBAR_UPCE: return .upce
+        case ZBAR_CODE128: return .code128
+        case ZBAR_CODE39: return .code39
+        case ZBAR_CODE93: return .code93
+        case ZBAR_I25: return .i25
+        case ZBAR_CODABAR: return .codabar
+        case ZBAR_DATABAR: return .databar
+        case ZBAR_DATABAR_EXP: return .databarExp
+        case ZBAR_ISBN10: return .isbn10
+        case ZBAR_ISBN13: return .isbn13
+        default: return nil
+        }
+    }
+}
+
+extension ZbarDecoder {
+    /// The decoder `run` uses: zbar behind the idle gate unless gating is off.
+    public static func makeForStream(settings: DecoderSettings) throws(UsageError) -> Decoder {
+        let zbar = try ZbarDecoder(settings: settings)
+        guard settings.idleRescanFrames > 0 else { return zbar }
+        return GatedDecoder(zbar, rescanEvery: settings.idleRescanFrames, threshold: settings.changeThreshold)
+    }
+}

@@ -1,0 +1,36 @@
+import Core
+import Platform
+
+/// The text of one event on stdout, in each output format.
+public enum EventLine {
+    /// `{"seq":1,"time":"…","symbology":"QR-Code","data":"…","frame":12,"latency_ms":3.2,"bounds":{…}}`.
+    /// `data` is present when the payload is valid UTF-8; otherwise `data_base64` carries the bytes.
+    /// A rejected code adds `"rejected":"reason"`.
+    public static func json(_ event: ReadEvent) -> String {
+        var fields: [(String, String)] = [
+            ("seq", String(event.seq)),
+            ("time", JSONText.string(WallClock.rfc3339(nanoseconds: event.wallTimeNanoseconds))),
+            ("symbology", JSONText.string(event.symbol.symbology.zbarName)),
+        ]
+        if let text = String(validating: event.symbol.data, as: UTF8.self) {
+            fields.append(("data", JSONText.string(text)))
+        } else {
+            fields.append(("data_base64", JSONText.string(Base64.encode(event.symbol.data))))
+        }
+        let b = event.symbol.bounds
+        fields += [
+            ("frame", String(event.frame)),
+            ("latency_ms", JSONText.number(event.latencyMilliseconds)),
+            ("bounds", JSONText.object([("x", String(b.x)), ("y", String(b.y)), ("w", String(b.w)), ("h", String(b.h))])),
+        ]
+        if case .rejected(let reason) = event.verdict { fields.append(("rejected", JSONText.string(reason))) }
+        return JSONText.object(fields)
+    }
+
+    /// zbarcam's `QR-Code:payload`. Control characters, backslash and bytes that are not UTF-8 are written
+    /// as `\xNN`, so one code is always exactly one line. Rejected codes are not printed.
+    public static func text(_ event: ReadEvent) -> String? {
+        guard event.verdict.isAccepted else { return nil }
+        return event.symbol.symbology.zbarName + ":" + Logger.escape(bytes: event.symbol.data)
+    }
+}

@@ -1,8 +1,0 @@
-import XCTest
-@testable import Core
-
-final class SmokeTests: XCTestCase {
-    func testSymbologyNames() {
-        XCTAssertEqual(Symbology(name: "QR-Code"), .qr)
-    }
-}
