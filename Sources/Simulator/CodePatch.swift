@@ -1,0 +1,23 @@
+import Images
+
+/// One scenario code drawn once, with its own effects (contrast, inversion, rotation, blur) applied:
+/// the per-frame work is only to copy it into place.
+struct CodePatch {
+    let image: LumaImage
+
+    init(_ code: Scenario.Code, background: UInt8) throws(SymbolError) {
+        let bitmap = try SymbolEncoder.encode(code.symbology, payload: code.payload, ecc: code.ecc)
+        let quiet = code.quietZone ?? SymbolEncoder.defaultQuietZone(for: code.symbology)
+        let halfRange = 110 * code.contrast
+        var dark = UInt8((128 - halfRange).rounded()), light = UInt8((128 + halfRange).rounded())
+        if code.inverted { swap(&dark, &light) }
+        let pixelCount = (bitmap.width + 2 * quiet) * code.moduleSize * max(bitmap.height * code.moduleSize, code.barHeight ?? 0)
+        guard pixelCount <= 1 << 26 else { throw SymbolError("the code is far too large (lower module or height)") }
+        var image = SymbolImage.render(bitmap, moduleSize: code.moduleSize,
+                                       barHeight: code.barHeight ?? 40 * code.moduleSize,
+                                       quietZone: quiet, dark: dark, light: light)
+        if code.rotation != 0 { image = ImageEffects.rotate(image, degrees: code.rotation, fill: background) }
+        if code.blur > 0 { image = ImageEffects.boxBlur(image, radius: code.blur) }
+        self.image = image
+    }
+}

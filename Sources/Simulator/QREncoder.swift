@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CQREncode
+import Platform
+
+/// QR codes through libqrencode, 8-bit mode (binary-safe), version chosen by the library.
+public enum QREncoder {
+    public enum ErrorCorrection: String, CaseIterable, Sendable {
+        case L, M, Q, H
+
+        var level: QRecLevel {
+            switch self {
+            case .L: return QR_ECLEVEL_L
+            case .M: return QR_ECLEVEL_M
+            case .Q: return QR_ECLEVEL_Q
+            case .H: return QR_ECLEVEL_H
+            }
+        }
+
+        public init?(name: String) { self.init(rawValue: name.uppercased()) }
+    }
+
+    public static func encode(_ payload: [UInt8], ecc: ErrorCorrection = .M) throws(SymbolError) -> ModuleBitmap {
+        guard !payload.isEmpty else { throw SymbolError("QR payload is empty") }
+        errno = 0
+        let code = payload.withUnsafeBufferPointer { buffer in
+            QRcode_encodeData(Int32(buffer.count), buffer.baseAddress, 0, ecc.level)
+        }
+        guard let code else {
+            let e = Errno.current
+            if e.rawValue == ERANGE {
+                throw SymbolError("QR payload of \(payload.count) bytes is too large for ECC level \(ecc.rawValue) (at most 2953 bytes at L)")
+            }
+            throw SymbolError("libqrencode failed: \(e)")
+        }
+        defer { QRcode_free(code) }
+        let width = Int(code.pointee.width)
+        guard width > 0, let data = code.pointee.data else { throw SymbolError("libqrencode returned an empty symbol") }
+        var dark = [Bool](repeating: false, count: width * width)
+        for i in 0..<(width * width) { dark[i] = data[i] & 1 != 0 }
+        return ModuleBitmap(width: width, height: width, dark: dark)
+    }
+}
