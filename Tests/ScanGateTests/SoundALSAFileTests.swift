@@ -52,8 +52,8 @@ final class SoundALSAFileTests: XCTestCase {
     }
 
     /// A logger whose lines the test can wait for.
-    private func capturingLogger() -> (Logger, LogCapture) {
-        let capture = LogCapture()
+    private func capturingLogger() -> (Logger, SoundLogCapture) {
+        let capture = SoundLogCapture()
         return (Logger(level: .debug, sink: { capture.append($0) }), capture)
     }
 
@@ -88,7 +88,7 @@ final class SoundALSAFileTests: XCTestCase {
 
     func testGoodBeepHasConfiguredFrequencyAndDuration() throws {
         let samples = try playThroughSink(try settings(good: "2000:100"), verdict: .accepted)
-        let tones = SignalAnalysis.tones(samples, rate: 48_000)
+        let tones = SoundSignalAnalysis.tones(samples, rate: 48_000)
         XCTAssertEqual(tones.count, 1, "one tone expected, got \(tones)")
         let tone = try XCTUnwrap(tones.first)
         XCTAssertEqual(tone.hertz, 2000, accuracy: 2000 * 0.02)
@@ -97,7 +97,7 @@ final class SoundALSAFileTests: XCTestCase {
 
     func testErrorBeepIsTwoTonesWithAGap() throws {
         let samples = try playThroughSink(try settings(error: "700:90,0:60,700:90"), verdict: .rejected(reason: "test"))
-        let tones = SignalAnalysis.tones(samples, rate: 48_000)
+        let tones = SoundSignalAnalysis.tones(samples, rate: 48_000)
         XCTAssertEqual(tones.count, 2, "two tones expected, got \(tones)")
         for tone in tones {
             XCTAssertEqual(tone.hertz, 700, accuracy: 700 * 0.02)
@@ -112,7 +112,7 @@ final class SoundALSAFileTests: XCTestCase {
     func testDefaultErrorPatternIsLowerAndDoubled() throws {
         var s = try settings()
         s.error = BeepPattern.defaultError
-        let tones = SignalAnalysis.tones(try playThroughSink(s, verdict: .rejected(reason: "test")), rate: 48_000)
+        let tones = SoundSignalAnalysis.tones(try playThroughSink(s, verdict: .rejected(reason: "test")), rate: 48_000)
         XCTAssertEqual(tones.count, 2, "\(tones)")
         XCTAssertTrue(tones.allSatisfy { $0.hertz < 2000 * 0.9 }, "\(tones)")
     }
@@ -122,7 +122,7 @@ final class SoundALSAFileTests: XCTestCase {
             let samples = try playThroughSink(try settings(good: "1000:100", volume: volume), verdict: .accepted)
             let peak = Double(samples.map { abs(Int($0)) }.max() ?? 0)
             XCTAssertEqual(peak / Double(Int16.max), volume, accuracy: 0.02, "volume \(volume)")
-            let tone = try XCTUnwrap(SignalAnalysis.tones(samples, rate: 48_000).first)
+            let tone = try XCTUnwrap(SoundSignalAnalysis.tones(samples, rate: 48_000).first)
             XCTAssertEqual(tone.hertz, 1000, accuracy: 20)
         }
     }
@@ -177,8 +177,8 @@ final class SoundALSAFileTests: XCTestCase {
 }
 
 /// Log lines collected from a Logger sink, with a deadline-bounded wait for one to appear.
-final class LogCapture: @unchecked Sendable {
-    private let lock = NSLockLike()
+final class SoundLogCapture: @unchecked Sendable {
+    private let lock = SoundTestLock()
     private var collected: [String] = []
 
     func append(_ line: String) { lock.locked { collected.append(line) } }
@@ -197,7 +197,7 @@ final class LogCapture: @unchecked Sendable {
 }
 
 /// A pthread mutex without Foundation.
-final class NSLockLike: @unchecked Sendable {
+final class SoundTestLock: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
     init() { pthread_mutex_init(&mutex, nil) }
     deinit { pthread_mutex_destroy(&mutex) }
@@ -209,7 +209,7 @@ final class NSLockLike: @unchecked Sendable {
 }
 
 /// Finds the tones in a recording and measures each one's frequency and duration.
-enum SignalAnalysis {
+enum SoundSignalAnalysis {
     struct MeasuredTone: CustomStringConvertible {
         var startMilliseconds: Double
         var milliseconds: Double

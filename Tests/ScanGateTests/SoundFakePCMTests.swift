@@ -9,7 +9,7 @@ import Glibc
 /// A scripted libasound for the paths a file PCM cannot produce: underruns, busy devices, a device
 /// that plays in real time (so a beep can be cut short), stereo-only devices and other rates.
 final class FakeALSA: ALSACalls, @unchecked Sendable {
-    private let lock = NSLockLike()
+    private let lock = SoundTestLock()
     private let handle = OpaquePointer(bitPattern: 0x5ca9)!
 
     // Script (set before use).
@@ -98,8 +98,8 @@ final class SoundFakePCMTests: XCTestCase {
                   frame: 0, dequeuedAt: .now(), emittedAt: .now(), verdict: verdict)
     }
 
-    private func makeSink(_ fake: FakeALSA, _ settings: BeepSettings, backoff: Double = 2_000) -> (BeepSink, LogCapture) {
-        let log = LogCapture()
+    private func makeSink(_ fake: FakeALSA, _ settings: BeepSettings, backoff: Double = 2_000) -> (BeepSink, SoundLogCapture) {
+        let log = SoundLogCapture()
         let logger = Logger(level: .debug, sink: { log.append($0) })
         return (BeepSink(settings: settings, logger: logger, calls: fake, retryBackoffMilliseconds: backoff), log)
     }
@@ -219,7 +219,7 @@ final class SoundFakePCMTests: XCTestCase {
         sink.handle(event())
         XCTAssertTrue(log.waitFor("beep: played", seconds: 10), log.text)
         sink.close()
-        let tones = SignalAnalysis.tones(fake.locked { fake.written }, rate: 44_100)
+        let tones = SoundSignalAnalysis.tones(fake.locked { fake.written }, rate: 44_100)
         XCTAssertEqual(tones.count, 1)
         XCTAssertEqual(tones.first?.hertz ?? 0, 2000, accuracy: 40)
         XCTAssertEqual(tones.first?.milliseconds ?? 0, 100, accuracy: 10)

@@ -43,7 +43,7 @@ final class SoundPatternTests: XCTestCase {
         let synth = ToneSynthesizer(sampleRate: 48_000, volume: 0.8)
         let samples = synth.render(try BeepPattern(parsing: "1000:50,0:20,3000:30"))
         XCTAssertEqual(samples.count, 48 * 100)
-        let tones = SignalAnalysis.tones(samples, rate: 48_000)
+        let tones = SoundSignalAnalysis.tones(samples, rate: 48_000)
         XCTAssertEqual(tones.count, 2, "\(tones)")
         XCTAssertEqual(tones[0].hertz, 1000, accuracy: 20)
         XCTAssertEqual(tones[1].hertz, 3000, accuracy: 60)
