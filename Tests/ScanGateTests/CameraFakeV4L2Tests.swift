@@ -205,7 +205,7 @@ final class FakeV4L2Device: V4L2Calls {
             let bytesPerPixel = [FourCC.yuyv, .uyvy].contains(chosen.fourcc) ? 2 : 1
             let bpl = chosen.fourcc == .mjpg ? 0 : size.width * bytesPerPixel + chosen.padding
             let planes = [FourCC.nv12, .yu12, .yv12].contains(chosen.fourcc) ? 3 : 2
-            let image = chosen.fourcc == .mjpg ? size.width * size.height : bpl * size.height * planes / 2
+            let image = chosen.fourcc == .mjpg ? size.width * size.height * 2 + 4096 : bpl * size.height * planes / 2
             current = (chosen.fourcc, size.width, size.height, bpl, image)
             if !chosen.rates.contains(fps) { fps = chosen.rates.first ?? 30 }
             writeCurrentFormat(f)
