@@ -56,7 +56,11 @@ public final class V4L2Camera: FrameSource {
         let opened: V4L2Device
         switch V4L2Device.open(device, calls: calls) {
         case .success(let d): opened = d
-        case .failure(let e): throw CaptureError.deviceLost(device: device, reason: V4L2Camera.reason(e))
+        case .failure(let e) where [ENOTTY, EISDIR, ENOTDIR].contains(e.errno.rawValue):
+            // libv4l2's QUERYCAP failed, or the path is no device node: a configuration error, not a loss.
+            throw UsageError("--camera \(device) is not a V4L2 device (\(e.errno))")
+        case .failure(let e):
+            throw CaptureError.deviceLost(device: device, reason: V4L2Camera.reason(e))
         }
         let session = Session(device: opened)
         do {

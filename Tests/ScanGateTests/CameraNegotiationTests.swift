@@ -191,3 +191,28 @@ final class CameraNegotiationTests: XCTestCase {
         }
     }
 }
+
+/// The real libv4l2 calls, on what this machine has (no camera): a node that is no V4L2 device and a
+/// missing one. The real vivid driver is exercised by the hardware-in-the-loop suite.
+final class CameraRealCallsTests: XCTestCase {
+    func testNonV4L2NodeIsAUsageErrorAndMissingNodeIsDeviceLost() {
+        var s = CaptureSettings()
+        s.width = 64
+        s.height = 48
+        let notACamera = V4L2Camera(device: "/dev/null", settings: s, logger: Logger(level: .error))
+        XCTAssertThrowsError(try notACamera.open()) { error in
+            XCTAssertEqual((error as? UsageError)?.message,
+                           "--camera /dev/null is not a V4L2 device (Inappropriate ioctl for device (ENOTTY))")
+        }
+        let missing = V4L2Camera(device: "/dev/v4l/by-id/scangate-test-missing", settings: s, logger: Logger(level: .error))
+        XCTAssertThrowsError(try missing.open()) { error in
+            guard case CaptureError.deviceLost(let device, let reason)? = error as? CaptureError else {
+                return XCTFail("not deviceLost: \(error)")
+            }
+            XCTAssertEqual(device, "/dev/v4l/by-id/scangate-test-missing")
+            XCTAssertEqual(reason, "open /dev/v4l/by-id/scangate-test-missing: No such file or directory (ENOENT)")
+        }
+        missing.close()
+        notACamera.close()
+    }
+}
