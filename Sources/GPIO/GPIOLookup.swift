@@ -95,6 +95,10 @@ public enum GPIOLookup {
             return .failure(GPIOError(.chipUnavailable,
                 "cannot open GPIO chip '\(text)' (--gpio-chip): \(e); add the user to group gpio (see udev/)",
                 errno: e))
+        case .failure(let e) where e.rawValue == ENOTTY:
+            return .failure(GPIOError(.chipUnavailable,
+                "cannot open GPIO chip '\(text)' (--gpio-chip): \(e): it is not a GPIO chip; \(availableChipsText(calls))",
+                errno: e))
         case .failure(let e):
             return .failure(GPIOError(.chipUnavailable, "cannot open GPIO chip '\(text)' (--gpio-chip): \(e)", errno: e))
         }
