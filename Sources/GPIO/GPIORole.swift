@@ -22,9 +22,17 @@ public enum GPIORole: String, CaseIterable, Sendable, Hashable, Comparable {
         }
     }
 
-    public static func < (a: GPIORole, b: GPIORole) -> Bool {
-        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+    /// green, red, status, buzzer: the order lines are requested, driven and released in.
+    private var order: Int {
+        switch self {
+        case .green: return 0
+        case .red: return 1
+        case .status: return 2
+        case .buzzer: return 3
+        }
     }
+
+    public static func < (a: GPIORole, b: GPIORole) -> Bool { a.order < b.order }
 
     /// Parses a `--gpio-active-low` list item: green, red, status, buzzer.
     public init?(name: String) {
