@@ -49,7 +49,7 @@ enum RunCommand {
         let signals = SignalHandlers()
         signals.on([SIGINT, SIGTERM]) { sig in
             logger.notice("signal \(sig == SIGINT ? "SIGINT" : "SIGTERM"): stopping")
-            pipeline.stop()
+            pipeline.stopForSignal()
         }
         signals.on([SIGUSR1]) { _ in pipeline.setPaused(!pipeline.isPaused) }
         logger.info("scangate \(ScanGateCommand.version): \(source.name), \(settings.capture.width)x\(settings.capture.height)")

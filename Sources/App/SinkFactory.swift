@@ -1,6 +1,7 @@
 import Config
 import Core
 import Outputs
+import GPIO
 import Pipeline
 import Sound
 
@@ -9,6 +10,7 @@ enum SinkFactory {
     static func make(_ settings: RunSettings, logger: Logger) throws -> [EventSink] {
         var sinks: [EventSink] = []
         if let out = StdoutSink.make(settings: settings.output, logger: logger) { sinks.append(out) }
+        if let gpio = GPIOFeedback.make(settings: settings.gpio, logger: logger) { sinks.append(gpio) }
         if let beep = BeepSink.make(settings: settings.beep, logger: logger) { sinks.append(beep) }
         return sinks
     }

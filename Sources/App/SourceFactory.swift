@@ -1,3 +1,4 @@
+import Camera
 import Core
 import Simulator
 
@@ -11,6 +12,6 @@ enum SourceFactory {
         if camera.hasPrefix("replay:") {
             throw UsageError("--camera replay: is not available in this build")
         }
-        throw UsageError("--camera \(camera): V4L2 cameras are not available in this build")
+        return V4L2Camera(device: camera, settings: settings, logger: logger)
     }
 }

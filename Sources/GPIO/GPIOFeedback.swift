@@ -73,6 +73,10 @@ public final class GPIOFeedback: EventSink {
     /// Blocks until no read feedback is playing (or `timeoutMilliseconds` passed): for `--oneshot`,
     /// to let the good-read pattern finish before `close`. True when idle.
     @discardableResult
+    public func finishPending(timeoutMilliseconds: Int) {
+        _ = waitUntilIdle(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     public func waitUntilIdle(timeoutMilliseconds: Int) -> Bool {
         let done = DispatchSemaphore(value: 0)
         guard mailbox.addIdleWaiter(done) else { return true }

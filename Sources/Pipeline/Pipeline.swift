@@ -67,8 +67,14 @@ public final class Pipeline: @unchecked Sendable {
     public var droppedFrames: UInt64 { handoff.droppedCount }
     public var currentStatus: DaemonStatus { status.withLock { $0 } }
 
-    /// Asks the pipeline to finish (signal handlers, oneshot). Safe from any thread.
+    /// Asks the pipeline to finish (oneshot). Safe from any thread.
     public func stop() { stopRequested.store(true, ordering: .relaxed) }
+    /// Stops at once for SIGTERM/SIGINT: feedback in progress is cut short, outputs go inactive.
+    public func stopForSignal() {
+        signalled.store(true, ordering: .relaxed)
+        stop()
+    }
+    private let signalled = Atomic<Bool>(false)
     public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
 
     /// Pause (SIGUSR1): frames are still captured (the camera keeps streaming) but not decoded.
@@ -92,6 +98,10 @@ public final class Pipeline: @unchecked Sendable {
             return .failed("cannot start the capture thread: \(error)")
         }
         handoff.drain()
+        // Ending on its own (end of replay, --oneshot, --max-frames): let started feedback finish.
+        if !signalled.load(ordering: .relaxed) {
+            for sink in sinks { sink.finishPending(timeoutMilliseconds: 1500) }
+        }
         setStatus(.stopping)
         for sink in sinks { sink.close() }
         return result.withLock { $0 }
