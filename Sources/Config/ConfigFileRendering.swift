@@ -42,6 +42,8 @@ public enum ConfigFileRendering {
             "# quotes to keep leading or trailing blanks or a ';' (serial-prefix = \" \").",
             "# Check the file with `scangate check-config /etc/scangate/scangate.conf`;",
             "# reload a running service with `systemctl reload scangate`.",
+            "# The package's udev rules give stable names: camera = /dev/scangate-camera and",
+            "# serial = /dev/scangate-serial (adapt the USB IDs in /lib/udev/rules.d/60-scangate-*.rules).",
             "#",
             "# This file is generated from the option table: scangate check-config --example",
         ]
