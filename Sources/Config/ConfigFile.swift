@@ -1,0 +1,227 @@
+import CInih
+import Core
+import Platform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `key = value` line of the INI file, matched to its option.
+public struct ConfigEntry: Sendable {
+    public let option: OptionSpec
+    public let value: String
+    /// 1-based line in the file, for error messages.
+    public let line: Int
+}
+
+/// The INI configuration file (`/etc/scangate/scangate.conf`), parsed by libinih. Every `[section]`
+/// `key = value` is an option of `scangate run` with the same name, in the section the option table gives it.
+/// Errors name the file, the line and the key, and say what is allowed.
+public enum ConfigFile {
+    /// Where the packaged service reads its configuration.
+    public static let defaultPath = "/etc/scangate/scangate.conf"
+
+    /// Reads and parses a config file. Unreadable files, syntax errors, unknown sections and keys,
+    /// keys in the wrong section and repeated keys are errors; values are checked by `apply`.
+    public static func load(path: String, table: [OptionSpec] = OptionTable.all) throws(UsageError) -> [ConfigEntry] {
+        let bytes: [UInt8]
+        do {
+            bytes = try ConfigFileReader.readAll(path: path)
+        } catch {
+            throw UsageError("cannot read config file \(path): \(error.errno)")
+        }
+        return try parse(bytes, name: path, table: table)
+    }
+
+    /// Parses INI text; `name` is used in error messages in place of a path.
+    public static func parse(_ text: String, name: String, table: [OptionSpec] = OptionTable.all) throws(UsageError) -> [ConfigEntry] {
+        try parse(Array(text.utf8), name: name, table: table)
+    }
+
+    static func parse(_ bytes: [UInt8], name: String, table: [OptionSpec]) throws(UsageError) -> [ConfigEntry] {
+        let context = INIParseContext(bytes: bytes, name: name, table: table)
+        let result = withExtendedLifetime(context) {
+            let pointer = Unmanaged.passUnretained(context).toOpaque()
+            return ini_parse_stream(INIParseContext.reader, pointer, INIParseContext.handler, pointer)
+        }
+        // Report whichever problem comes first in the file: inih's syntax error or ours.
+        if let error = context.firstError, result <= 0 || Int(result) >= context.firstErrorLine { throw error }
+        if result > 0 {
+            // inih found a line that is neither a section, a key = value, a comment nor blank.
+            throw UsageError("\(name):\(result): syntax error: expected [section], key = value, or a comment (# or ;)")
+        }
+        if result != 0 {
+            throw UsageError("\(name): cannot parse (inih error \(result))")
+        }
+        return context.entries
+    }
+
+    /// Applies parsed entries in file order; a bad value is reported as "FILE:LINE: [section] key: problem".
+    public static func apply(_ entries: [ConfigEntry], from name: String, to settings: inout RunSettings) throws(UsageError) {
+        for entry in entries {
+            do {
+                try entry.option.apply(&settings, entry.value)
+            } catch {
+                throw UsageError("\(name):\(entry.line): [\(entry.option.section.rawValue)] \(entry.option.name): \(error)")
+            }
+        }
+    }
+}
+
+/// State of one libinih parse, reached from the C callbacks through their context pointer.
+private final class INIParseContext {
+    let bytes: [UInt8]
+    let name: String
+    let table: [OptionSpec]
+    var offset = 0
+    /// The line most recently handed to inih (1-based) and its text.
+    var line = 0
+    var lineText: [UInt8] = []
+    var entries: [ConfigEntry] = []
+    var firstLineOfOption: [String: Int] = [:]
+    var lastHandled: (section: String, key: String)?
+    var firstError: UsageError?
+    var firstErrorLine = 0
+
+    init(bytes: [UInt8], name: String, table: [OptionSpec]) {
+        self.bytes = bytes
+        self.name = name
+        self.table = table
+    }
+
+    var sectionList: String { ConfigSection.allCases.map { "[\($0.rawValue)]" }.joined(separator: ", ") }
+
+    func fail(_ message: String) {
+        if firstError == nil {
+            firstError = UsageError("\(name):\(line): \(message)")
+            firstErrorLine = line
+        }
+    }
+
+    /// inih's fgets-style reader: hands out one line per call, so `line` is the line inih is parsing.
+    static let reader: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, UnsafeMutableRawPointer?)
+        -> UnsafeMutablePointer<CChar>? = { buffer, size, stream in
+            guard let buffer, let stream else { return nil }
+            let context = Unmanaged<INIParseContext>.fromOpaque(stream).takeUnretainedValue()
+            return context.nextLine(into: buffer, size: Int(size))
+        }
+
+    /// inih's handler: called for each `key = value`, with the current section.
+    static let handler: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?,
+                                        UnsafePointer<CChar>?) -> Int32 = { user, section, key, value in
+        guard let user, let section, let key else { return 0 }
+        let context = Unmanaged<INIParseContext>.fromOpaque(user).takeUnretainedValue()
+        return context.handle(section: String(cString: section), key: String(cString: key),
+                              value: value.map { String(cString: $0) } ?? "") ? 1 : 0
+    }
+
+    func nextLine(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<CChar>? {
+        guard firstError == nil, offset < bytes.count else { return nil }
+        var end = offset
+        while end < bytes.count && bytes[end] != 0x0A { end += 1 }
+        if end < bytes.count { end += 1 }  // keep the newline, as fgets does
+        lineText = Array(bytes[offset..<end])
+        offset = end
+        line += 1
+        if lineText.contains(0) {
+            fail("contains a NUL byte; the config file must be text")
+            return nil
+        }
+        // inih needs room for the line, CR, LF and NUL; a longer line would be split and misparsed.
+        if lineText.count + 1 > size {
+            fail("line is longer than \(size - 3) characters")
+            return nil
+        }
+        checkSectionHeader()
+        lineText.withUnsafeBufferPointer { source in
+            for (i, byte) in source.enumerated() { buffer[i] = CChar(bitPattern: byte) }
+        }
+        buffer[lineText.count] = 0
+        return buffer
+    }
+
+    /// Reports unknown sections on their header line, even when no key follows them. inih's own rule:
+    /// a line whose first non-blank character is `[` names the section up to the `]`.
+    private func checkSectionHeader() {
+        let text = String(decoding: lineText, as: UTF8.self)
+        let trimmed = text.drop { $0 == " " || $0 == "\t" }
+        guard trimmed.first == "[", let close = trimmed.firstIndex(of: "]") else { return }
+        let section = String(trimmed[trimmed.index(after: trimmed.startIndex)..<close])
+        if ConfigSection(rawValue: section) == nil {
+            fail("unknown section [\(section)] (sections: \(sectionList))")
+        }
+    }
+
+    func handle(section: String, key: String, value rawValue: String) -> Bool {
+        guard firstError == nil else { return false }
+        if let last = lastHandled, last == (section, key), let first = lineText.first, first == 0x20 || first == 0x09 {
+            fail("[\(section)] \(key): indented continuation lines are not supported; put the value on one line")
+            return false
+        }
+        lastHandled = (section, key)
+        guard let configSection = ConfigSection(rawValue: section) else {
+            if section.isEmpty {
+                let home = table.first { $0.name == key }.map { "; it belongs in [\($0.section.rawValue)]" } ?? ""
+                fail("key '\(key)' is outside any section\(home) (sections: \(sectionList))")
+            } else {
+                fail("unknown section [\(section)] (sections: \(sectionList))")
+            }
+            return false
+        }
+        guard let option = table.first(where: { $0.name == key }) else {
+            let keys = table.filter { $0.section == configSection }.map(\.name)
+            let allowed = keys.isEmpty ? "no keys are defined in [\(section)]" : "keys in [\(section)]: \(keys.joined(separator: ", "))"
+            fail("unknown key '\(key)' in [\(section)] (\(allowed))")
+            return false
+        }
+        guard option.section == configSection else {
+            fail("key '\(key)' belongs in [\(option.section.rawValue)], not [\(section)]")
+            return false
+        }
+        if !option.repeatable, let first = firstLineOfOption[key] {
+            fail("[\(section)] \(key) is set twice (first on line \(first)); keep one")
+            return false
+        }
+        firstLineOfOption[key] = firstLineOfOption[key] ?? line
+        entries.append(ConfigEntry(option: option, value: ConfigValue.unquote(rawValue), line: line))
+        return true
+    }
+}
+
+/// Values in the file: inih strips blanks and `;` comments; a value in double quotes keeps its blanks
+/// and `;` (`serial-prefix = " "`). The quotes are removed; nothing else is unescaped here.
+enum ConfigValue {
+    static func unquote(_ value: String) -> String {
+        if value.count >= 2, value.first == "\"", value.last == "\"" {
+            return String(value.dropFirst().dropLast())
+        }
+        return value
+    }
+
+    /// Writes a value so that `unquote(inih(value)) == value`.
+    static func quoteIfNeeded(_ value: String) -> String {
+        guard let first = value.first, let last = value.last else { return value }
+        let needsQuotes = first == " " || first == "\t" || last == " " || last == "\t" || value.contains(";")
+            || value.contains("#") || (first == "\"" && last == "\"" && value.count >= 2)
+        return needsQuotes ? "\"\(value)\"" : value
+    }
+}
+
+/// Reads a whole (small) file through Platform's descriptor wrappers.
+enum ConfigFileReader {
+    static let maximumSize = 1 << 20
+
+    static func readAll(path: String) throws(SystemError) -> [UInt8] {
+        let fd = try FileDescriptor.open(path, O_RDONLY).get("open", path)
+        let owner = OwnedFileDescriptor(fd)
+        defer { owner.close() }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { fd.read(into: $0) }.get("read", path)
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            if bytes.count > maximumSize { throw SystemError("read", path, Errno(rawValue: EFBIG)) }
+        }
+        return bytes
+    }
+}

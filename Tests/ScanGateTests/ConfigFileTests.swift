@@ -1,0 +1,177 @@
+import Config
+import Core
+import Foundation
+import XCTest
+
+/// The INI config file: parsed by libinih, mapped onto the option table, every error path named.
+final class ConfigFileTests: XCTestCase {
+    private var directory = ""
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "scangate-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        _ = try? ConfigTestFiles.removeTree(directory)
+    }
+
+    private func write(_ text: String, name: String = "scangate.conf") -> String {
+        let path = directory + "/" + name
+        ConfigTestFiles.write(text, to: path)
+        return path
+    }
+
+    /// The error message of loading and applying `text`, or nil when it is valid.
+    private func error(_ text: String) -> String? {
+        let path = write(text)
+        do {
+            _ = try Configuration.resolve(configPath: path, flagAssignments: [])
+            return nil
+        } catch {
+            return error.message.replacingOccurrences(of: directory + "/", with: "")
+        }
+    }
+
+    func testValuesFromTheFileReachTheSettings() throws {
+        let path = write("""
+            # comment
+            ; another comment
+            [camera]
+            camera = sim:HELLO
+            width = 800   ; inline comment
+            height=600
+            fast = yes
+            camera-control = focus_absolute=10
+            camera-control = gain=3
+
+            [decoder]
+            symbologies = qr, ean13
+            [debounce]
+            hold-off-ms = 2500
+            [output]
+            output = text
+            [service]
+            log-level = debug
+            """)
+        let entries = try ConfigFile.load(path: path)
+        XCTAssertEqual(entries.map(\.option.name), ["camera", "width", "height", "fast", "camera-control",
+                                                    "camera-control", "symbologies", "hold-off-ms", "output",
+                                                    "log-level"])
+        XCTAssertEqual(entries.map(\.line), [4, 5, 6, 7, 8, 9, 12, 14, 16, 18])
+        XCTAssertEqual(entries[1].value, "800")
+        let s = try Configuration.resolve(configPath: path, flagAssignments: [])
+        XCTAssertEqual(s.capture.camera, "sim:HELLO")
+        XCTAssertEqual(s.capture.width, 800)
+        XCTAssertEqual(s.capture.height, 600)
+        XCTAssertTrue(s.capture.fast)
+        XCTAssertEqual(s.capture.controls, [CameraControl(name: "focus_absolute", value: 10),
+                                            CameraControl(name: "gain", value: 3)])
+        XCTAssertEqual(s.decoder.symbologies, [.qr, .ean13])
+        XCTAssertEqual(s.debounce.holdOffMs, 2500)
+        XCTAssertEqual(s.output.format.rawValue, "text")
+        XCTAssertEqual(s.logLevel, .debug)
+    }
+
+    func testCommandLineFlagsOverrideTheFile() throws {
+        let path = write("[camera]\nwidth = 800\nheight = 600\n")
+        let flags = try CommandLineParser.parse(["--width", "1024", "--fps", "30"])
+        let s = try Configuration.resolve(configPath: path, flagAssignments: flags.assignments)
+        XCTAssertEqual(s.capture.width, 1024, "flag wins over the file")
+        XCTAssertEqual(s.capture.height, 600, "file wins over the default")
+        XCTAssertEqual(s.capture.fps, 30)
+        XCTAssertEqual(try Configuration.resolve(configPath: nil, flagAssignments: []), RunSettings())
+    }
+
+    func testQuotedValuesKeepBlanksAndSemicolons() throws {
+        let entries = try ConfigFile.parse("[camera]\ncamera = \" sim:A;B \"\n", name: "q.conf")
+        XCTAssertEqual(entries.first?.value, " sim:A;B ")
+    }
+
+    func testEmptyFileGivesDefaults() throws {
+        XCTAssertEqual(try Configuration.resolve(configPath: write(""), flagAssignments: []), RunSettings())
+    }
+
+    func testUnknownSectionIsNamedWithTheSectionsAllowed() {
+        let message = error("[camera]\nwidth = 640\n[cameras]\nwidth = 320\n")
+        XCTAssertEqual(message, "scangate.conf:3: unknown section [cameras] (sections: "
+                       + ConfigSection.allCases.map { "[\($0.rawValue)]" }.joined(separator: ", ") + ")")
+    }
+
+    func testUnknownSectionWithoutKeysIsStillAnError() {
+        XCTAssertEqual(error("[camera]\nwidth = 640\n\n[extra]\n# nothing here\n")?.hasPrefix("scangate.conf:4: unknown section [extra]"),
+                       true)
+    }
+
+    func testUnknownKeyListsTheKeysOfItsSection() throws {
+        let message = try XCTUnwrap(error("[debounce]\nhold-off = 100\n"))
+        let keys = OptionTable.all.filter { $0.section == .debounce }.map(\.name).joined(separator: ", ")
+        XCTAssertEqual(message, "scangate.conf:2: unknown key 'hold-off' in [debounce] (keys in [debounce]: \(keys))")
+        XCTAssertTrue(message.contains("hold-off-ms"))
+    }
+
+    func testKeyInTheWrongSectionSaysWhereItBelongs() {
+        XCTAssertEqual(error("[camera]\nwidth = 640\n[decoder]\nhold-off-ms = 100\n"),
+                       "scangate.conf:4: key 'hold-off-ms' belongs in [debounce], not [decoder]")
+    }
+
+    func testKeyBeforeAnySection() throws {
+        let message = try XCTUnwrap(error("width = 640\n"))
+        XCTAssertTrue(message.hasPrefix("scangate.conf:1: key 'width' is outside any section; it belongs in [camera]"), message)
+    }
+
+    func testWrongTypeUsesTheOptionsOwnMessage() {
+        XCTAssertEqual(error("[camera]\n\nwidth = wide\n"),
+                       "scangate.conf:3: [camera] width: 'wide' is not a whole number from 16 to 4096")
+        XCTAssertEqual(error("[camera]\nfast = maybe\n"), "scangate.conf:2: [camera] fast: 'maybe' is not true or false")
+        XCTAssertEqual(error("[output]\noutput = xml\n"),
+                       "scangate.conf:2: [output] output: 'xml' is not one of json, text, none")
+    }
+
+    func testOutOfRangeValue() {
+        XCTAssertEqual(error("[camera]\ncamera-buffers = 9\n"),
+                       "scangate.conf:2: [camera] camera-buffers: '9' is not a whole number from 2 to 4")
+    }
+
+    func testSyntaxErrorNamesTheLine() {
+        XCTAssertEqual(error("[camera]\nwidth = 640\nthis line has no equals sign\n"),
+                       "scangate.conf:3: syntax error: expected [section], key = value, or a comment (# or ;)")
+        XCTAssertEqual(error("[camera\nwidth = 640\n")?.hasPrefix("scangate.conf:1: syntax error"), true)
+    }
+
+    func testKeySetTwiceIsAnError() {
+        XCTAssertEqual(error("[camera]\nwidth = 640\nheight = 480\nwidth = 800\n"),
+                       "scangate.conf:4: [camera] width is set twice (first on line 2); keep one")
+    }
+
+    func testContinuationLinesAreRejected() throws {
+        let message = try XCTUnwrap(error("[camera]\ncamera = sim:A\n  more\n"))
+        XCTAssertTrue(message.hasPrefix("scangate.conf:3: [camera] camera: indented continuation"), message)
+    }
+
+    func testOverlongLineIsRejectedNotSplit() throws {
+        let message = try XCTUnwrap(error("[camera]\ncamera = sim:" + String(repeating: "A", count: 300) + "\n"))
+        XCTAssertTrue(message.hasPrefix("scangate.conf:2: line is longer than"), message)
+    }
+
+    func testUnreadableFileIsNamed() throws {
+        XCTAssertEqual(error("").map { _ in "" }, nil)
+        do {
+            _ = try ConfigFile.load(path: directory + "/missing.conf")
+            XCTFail("expected an error")
+        } catch {
+            XCTAssertEqual(error.message, "cannot read config file \(directory)/missing.conf: No such file or directory (ENOENT)")
+        }
+        do {
+            _ = try ConfigFile.load(path: directory)
+            XCTFail("expected an error")
+        } catch {
+            XCTAssertTrue(error.message.hasPrefix("cannot read config file \(directory): Is a directory"), error.message)
+        }
+    }
+
+    func testBinaryFileIsRejected() throws {
+        let message = try XCTUnwrap(error("[camera]\nwidth = 6\u{0}40\n"))
+        XCTAssertTrue(message.hasPrefix("scangate.conf:2: contains a NUL byte"), message)
+    }
+}
