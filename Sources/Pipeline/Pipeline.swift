@@ -16,6 +16,10 @@ public final class Pipeline: @unchecked Sendable {
         /// Reconnect backoff for a lost camera: first and longest wait.
         public var reconnectInitialMs: Double = 250
         public var reconnectMaxMs: Double = 2000
+        /// The source is already open (kept open across a config reload).
+        public var sourceAlreadyOpen = false
+        /// The `seq` of the first event (a reload continues the numbering).
+        public var firstSeq: UInt64 = 1
         public init() {}
     }
 
@@ -61,10 +65,13 @@ public final class Pipeline: @unchecked Sendable {
         self.options = options
         self.onFirstFrame = onFirstFrame
         self.onFrameDecoded = onFrameDecoded
+        self.nextSeq = options.firstSeq
         self.handoff = FrameHandoff(live: source.isLive) { [unowned self] frame in self.decodeStep(frame) }
     }
 
     public var droppedFrames: UInt64 { handoff.droppedCount }
+    /// After run(): the next event's seq and the debouncer's state, to carry over a config reload.
+    public var carryOver: (nextSeq: UInt64, debouncer: Debouncer) { handoff.queue.sync { (nextSeq, debouncer) } }
     public var currentStatus: DaemonStatus { status.withLock { $0 } }
 
     /// Asks the pipeline to finish (oneshot). Safe from any thread.
@@ -75,6 +82,15 @@ public final class Pipeline: @unchecked Sendable {
         stop()
     }
     private let signalled = Atomic<Bool>(false)
+    /// Stops for a config reload (SIGHUP): the source stays open for the next pipeline.
+    public func stopForReload() {
+        keepSource.store(true, ordering: .relaxed)
+        stopForSignal()
+    }
+    private let keepSource = Atomic<Bool>(false)
+    private let sourceOpenAtEnd = Atomic<Bool>(false)
+    /// After run(): the source was left open (stopForReload) and can be handed to the next pipeline.
+    public var sourceLeftOpen: Bool { sourceOpenAtEnd.load(ordering: .relaxed) }
     public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
 
     /// Pause (SIGUSR1): frames are still captured (the camera keeps streaming) but not decoded.
@@ -110,9 +126,16 @@ public final class Pipeline: @unchecked Sendable {
     // MARK: capture thread
 
     private func captureLoop() -> Outcome {
-        var opened = false
+        var opened = options.sourceAlreadyOpen
         var firstFrameSeen = false
-        defer { if opened { source.close() } }
+        if opened { setStatus(isPaused ? .paused : .scanning) }
+        defer {
+            if opened && keepSource.load(ordering: .relaxed) {
+                sourceOpenAtEnd.store(true, ordering: .relaxed)
+            } else if opened {
+                source.close()
+            }
+        }
         var backoffMs = options.reconnectInitialMs
         while !isStopping {
             if !opened {
@@ -214,21 +237,10 @@ public final class Pipeline: @unchecked Sendable {
             let sinkStart = MonotonicInstant.now()
             for sink in sinks { sink.handle(event) }
             stats.stageTimed(\.sinks, MonotonicInstant.now().nanoseconds &- sinkStart.nanoseconds)
-            logRead(event)
             if options.oneshot && verdict.isAccepted {
                 stop()
                 return
             }
-        }
-    }
-
-    private func logRead(_ event: ReadEvent) {
-        let payload = Logger.escape(bytes: event.symbol.data)
-        switch event.verdict {
-        case .accepted:
-            logger.info("read #\(event.seq) \(event.symbol.symbology.zbarName) \"\(payload)\" frame \(event.frame)")
-        case .rejected(let reason):
-            logger.warning("rejected #\(event.seq) \(event.symbol.symbology.zbarName) \"\(payload)\": \(reason)")
         }
     }
 }
