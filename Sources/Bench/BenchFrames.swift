@@ -16,7 +16,8 @@ public enum BenchFrames {
         }
     }
 
-    /// Codes appearing and leaving over a noisy scene: 300 frames, 640x480.
+    /// Codes appearing and leaving over a noisy scene: 300 frames, 640x480, four appearances. The last
+    /// code leaves 2 s before the end, so replaying the frames in a loop gives four reads per pass.
     public static let traffic = """
         fps 15
         frames 300
@@ -24,7 +25,7 @@ public enum BenchFrames {
         code qr "ACCESS-0001" frames 10-60 at 60,60 module 4
         code qr "ACCESS-0002" frames 90-140 at 320,180 module 3
         code qr "VISITOR-ABCDEFGHIJ-0003" frames 170-230 module 4 rotate 10
-        code qr "ACCESS-0001" frames 260-290 at 200,100 module 5
+        code qr "ACCESS-0001" frames 240-269 at 200,100 module 5
         """
 
     /// A static scene with no code in view (sensor noise only).
