@@ -4,12 +4,31 @@ import Core
 @testable import Images
 import XCTest
 
-/// A fresh temporary folder per test.
-func imagesTestDirectory(_ name: String = #function) -> String {
-    var template = Array("/tmp/scangate-\(name.filter { $0.isLetter || $0.isNumber })-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    precondition(made != nil, "mkdtemp failed")
-    return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+extension XCTestCase {
+    /// A fresh temporary folder (flat: files only), removed when the test ends.
+    func imagesTestDirectory(_ name: String = #function) -> String {
+        var template = Array("/tmp/scangate-\(name.filter { $0.isLetter || $0.isNumber })-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        addTeardownBlock { removeFlatDirectory(path) }
+        return path
+    }
+}
+
+/// Removes a folder and the files in it (test clean-up; our test folders hold no subfolders except
+/// render outputs one level deep).
+func removeFlatDirectory(_ path: String) {
+    if let dir = opendir(path) {
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(dir)
+        for name in names where unlink(path + "/" + name) != 0 { removeFlatDirectory(path + "/" + name) }
+    }
+    rmdir(path)
 }
 
 /// A test image with every gray level and some structure.
