@@ -64,17 +64,21 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // systemd integration: sd_notify, watchdog.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
+        // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
+        .target(name: "Bench", dependencies: ["Core", "Platform", "Simulator", "Decoding", "Debounce", "Pipeline",
+                                              "Outputs"],
+                swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
                                             "Decoding", "Debounce", "Pipeline", "Outputs", "Serial",
-                                            "GPIO", "Sound", "Config", "Service"],
+                                            "GPIO", "Sound", "Config", "Service", "Bench"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
-                                   "Service", "App", "CShim"],
+                                   "Service", "App", "Bench", "CShim"],
                     swiftSettings: swiftSettings),
     ]
 )

@@ -28,7 +28,9 @@ enum RunCommand {
         let source: FrameSource
         let decoder: Decoder
         let sinks: [EventSink]
+        let policies: [PayloadPolicy]
         do {
+            policies = try SinkFactory.policies(settings)
             source = try SourceFactory.make(settings.capture, logger: logger)
             decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
             sinks = try SinkFactory.make(settings, logger: logger)
@@ -42,7 +44,7 @@ enum RunCommand {
         options.maxFrames = settings.capture.maxFrames
         let pipeline = Pipeline(source: source, decoder: decoder,
                                 debouncer: Debouncer(settings: settings.debounce),
-                                policies: SinkFactory.policies(settings), sinks: sinks, logger: logger,
+                                policies: policies, sinks: sinks, logger: logger,
                                 options: options)
         let signals = SignalHandlers()
         signals.on([SIGINT, SIGTERM]) { sig in

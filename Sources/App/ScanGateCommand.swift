@@ -11,6 +11,7 @@ public enum ScanGateCommand {
     static let commands: [(name: String, summary: String, run: @Sendable ([String]) -> Int32)] = [
         ("run", "run the scanning daemon (default command)", RunCommand.run),
         ("decode-image", "decode codes in PNG, JPEG or PGM files", DecodeImageCommand.run),
+        ("bench", "measure throughput, idle cost, latency, memory and start-up against the targets", BenchCommand.run),
     ]
 
     public static func main(arguments: [String]) -> Int32 {

@@ -1,16 +1,22 @@
 import Config
 import Core
 import Outputs
+import Pipeline
+import Sound
 
 /// Builds the sinks `run` reports to, in order: stdout first (it is the record), then the devices.
 enum SinkFactory {
     static func make(_ settings: RunSettings, logger: Logger) throws -> [EventSink] {
         var sinks: [EventSink] = []
         if let out = StdoutSink.make(settings: settings.output, logger: logger) { sinks.append(out) }
+        if let beep = BeepSink.make(settings: settings.beep, logger: logger) { sinks.append(beep) }
         return sinks
     }
 
-    static func policies(_ settings: RunSettings) -> [PayloadPolicy] {
-        []
+    /// Checks applied to every code before any sink sees it: the payload filters, then the serial policy.
+    static func policies(_ settings: RunSettings) throws -> [PayloadPolicy] {
+        var policies: [PayloadPolicy] = []
+        if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
+        return policies
     }
 }

@@ -2,7 +2,7 @@ import Core
 
 /// The sections of the INI file; every option belongs to one.
 public enum ConfigSection: String, CaseIterable, Sendable {
-    case camera, decoder, debounce, output, serial, gpio, beep, service
+    case camera, decoder, debounce, filter, output, serial, gpio, beep, service
 }
 
 /// One setting of `scangate run`: the same name on the command line (`--serial-baud 9600`) and in the

@@ -52,5 +52,15 @@ extension OptionTable {
                    help: "no frame for this long means the camera is lost (it is then reopened)",
                    apply: { s, v in s.capture.frameTimeoutMs = try ParseValue.int(v, in: 100...60000) },
                    show: { String($0.capture.frameTimeoutMs) }),
+        OptionSpec("pixel-format", .camera, .value(placeholder: "FORMAT"), default: "auto",
+                   help: "V4L2 format to ask for: auto (best offered: GREY, YUYV, UYVY, NV12, YU12, YV12, then MJPG), GREY, YUYV, UYVY, NV12, YU12, MJPG",
+                   apply: { s, v in
+                       guard let format = CapturePixelFormat(name: v.trimmingSpaces) else {
+                           let names = CapturePixelFormat.allCases.map(\.rawValue).joined(separator: ", ")
+                           throw OptionValueError("'\(v)' is not one of \(names)")
+                       }
+                       s.capture.pixelFormat = format
+                   },
+                   show: { $0.capture.pixelFormat.rawValue }),
     ]
 }

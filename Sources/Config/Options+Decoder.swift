@@ -29,7 +29,7 @@ extension OptionTable {
                    help: "report UPC-A as 13-digit EAN-13 instead of 12-digit UPC-A",
                    apply: { s, v in s.decoder.upcaAsEAN13 = try ParseValue.bool(v) },
                    show: { String($0.decoder.upcaAsEAN13) }),
-        OptionSpec("idle-rescan-frames", .decoder, .value(placeholder: "N"), default: "10",
+        OptionSpec("idle-rescan-frames", .decoder, .value(placeholder: "N"), default: "30",
                    help: "skip decoding frames that did not change, but decode at least every Nth frame (0: decode every frame)",
                    apply: { s, v in s.decoder.idleRescanFrames = try ParseValue.int(v, in: 0...1000) },
                    show: { String($0.decoder.idleRescanFrames) }),

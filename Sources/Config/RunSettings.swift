@@ -3,6 +3,7 @@ import Debounce
 import Decoding
 import GPIO
 import Outputs
+import Pipeline
 import Serial
 import Sound
 
@@ -12,6 +13,7 @@ public struct RunSettings: Equatable, Sendable {
     public var capture = CaptureSettings()
     public var decoder = DecoderSettings()
     public var debounce = DebounceSettings()
+    public var filter = FilterSettings()
     public var output = OutputSettings()
     public var serial = SerialSettings()
     public var gpio = GPIOSettings()

@@ -18,6 +18,8 @@ public struct CaptureSettings: Equatable, Sendable {
     public var buffers: Int = 3
     /// V4L2: no frame for this long means the camera is lost.
     public var frameTimeoutMs: Int = 2000
+    /// V4L2: the pixel format to ask for; `.auto` takes the best one the camera offers.
+    public var pixelFormat: CapturePixelFormat = .auto
 
     public init() {}
 }
@@ -26,4 +28,16 @@ public struct CameraControl: Equatable, Sendable {
     public var name: String
     public var value: Int
     public init(name: String, value: Int) { self.name = name; self.value = value }
+}
+
+/// `--pixel-format`: V4L2 formats whose luma ScanGate reads without conversion (MJPG: decoded to gray).
+public enum CapturePixelFormat: String, CaseIterable, Sendable {
+    case auto, grey = "GREY", yuyv = "YUYV", uyvy = "UYVY", nv12 = "NV12", yu12 = "YU12", mjpg = "MJPG"
+
+    /// Accepts the names in any case: `auto`, `GREY`, `yuyv`, ...
+    public init?(name: String) {
+        guard let hit = CapturePixelFormat.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() })
+        else { return nil }
+        self = hit
+    }
 }

@@ -11,7 +11,7 @@ public struct DecoderSettings: Equatable, Sendable {
     public var upcaAsEAN13: Bool = false
     /// Idle gating: a frame that did not change meaningfully is not decoded again, but a full decode is
     /// forced every this many frames. 0 turns gating off (every frame is decoded).
-    public var idleRescanFrames: Int = 10
+    public var idleRescanFrames: Int = 30
     /// Grey-level change of a 16×16 block's mean or edge energy that counts as a change.
     public var changeThreshold: Int = 6
     public init() {}

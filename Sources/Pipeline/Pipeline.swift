@@ -129,6 +129,7 @@ public final class Pipeline: @unchecked Sendable {
                 }
             }
             let frame: Frame?
+            let captureStart = MonotonicInstant.now()
             do {
                 frame = try source.nextFrame()
             } catch let error as CaptureError {
@@ -149,7 +150,7 @@ public final class Pipeline: @unchecked Sendable {
                 firstFrameSeen = true
                 onFirstFrame?()
             }
-            stats.frameCaptured()
+            stats.frameCaptured(captureNanoseconds: MonotonicInstant.now().nanoseconds &- captureStart.nanoseconds)
             if !isPaused { handoff.offer(frame) }
             if options.maxFrames > 0 && stats.captured >= options.maxFrames { return .finished }
         }
@@ -185,11 +186,14 @@ public final class Pipeline: @unchecked Sendable {
     private func decodeStep(_ frame: Frame) {
         if isStopping && options.oneshot { return }
         let started = MonotonicInstant.now()
+        stats.stageTimed(\.handoff, started.nanoseconds &- frame.dequeuedAt.nanoseconds)
         let symbols = decoder.decode(frame)
         let decodedAt = MonotonicInstant.now()
         stats.frameDecoded(nanoseconds: decodedAt.nanoseconds - started.nanoseconds)
+        stats.stageTimed(\.decode, decodedAt.nanoseconds - started.nanoseconds)
         onFrameDecoded?(frame, decodedAt.milliseconds(since: started))
         let toReport = debouncer.process(time: frame.captureTime, symbols: symbols)
+        stats.stageTimed(\.debounce, MonotonicInstant.now().nanoseconds &- decodedAt.nanoseconds)
         for symbol in toReport {
             let verdict = policies.lazy.map { $0.verdict(for: symbol) }.first { !$0.isAccepted } ?? .accepted
             let event = ReadEvent(seq: nextSeq, wallTimeNanoseconds: WallClock.nowNanoseconds(), symbol: symbol,
@@ -197,7 +201,9 @@ public final class Pipeline: @unchecked Sendable {
                                   verdict: verdict)
             nextSeq += 1
             stats.codeReported(accepted: verdict.isAccepted)
+            let sinkStart = MonotonicInstant.now()
             for sink in sinks { sink.handle(event) }
+            stats.stageTimed(\.sinks, MonotonicInstant.now().nanoseconds &- sinkStart.nanoseconds)
             logRead(event)
             if options.oneshot && verdict.isAccepted {
                 stop()

@@ -1,0 +1,145 @@
+import Bench
+import Core
+import Decoding
+import Platform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `scangate bench`: the performance targets as ratios measured in one run.
+enum BenchCommand {
+    static let help = """
+        Usage: scangate bench [--json] [--memory-frames N] [--rounds N]
+
+        Measures, on generated 640x480 frames, each figure next to its target:
+          throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
+          idle cost    CPU per frame on a static scene vs one full zbar pass          target <= 10%
+          first frame  a code appearing is read in the first frame it is in view (gating on)
+          latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
+          memory       RSS after N frames (default 100000) and its growth           target <= 25 MB, no growth
+          start-up     process start -> first decoded code on stdout                  target <= 300 ms
+        A progress line goes to stderr; --json prints the same figures as one JSON object.
+        Exit 0 when every target is met, 1 otherwise, 2 on a bad flag.
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options = Benchmarks.Options()
+        var json = false
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            i += 1
+            switch a {
+            case "-h", "--help": print(help); return 0
+            case "--json": json = true
+            case "--memory-frames", "--rounds":
+                guard i < arguments.count, let n = Int(arguments[i]), n >= 1, n <= 10_000_000 else {
+                    return usageError("\(a) needs a whole number from 1 to 10000000")
+                }
+                if a == "--rounds" { options.rounds = n } else { options.memoryFrames = n }
+                i += 1
+            default: return usageError("unknown option \(a) (see scangate bench --help)")
+            }
+        }
+        let isTTY = isatty(2) != 0
+        options.progress = { message in
+            Logger.writeToStderr(isTTY ? "bench: \(message)\u{1B}[K\u{1B}[1A" : "bench: \(message)")
+        }
+        do {
+            let report = try measure(options)
+            if isTTY { Logger.writeToStderr("") }
+            print(json ? report.json() : report.table())
+            return report.allPassed ? 0 : 1
+        } catch let e as UsageError {
+            return usageError(e.message)
+        } catch {
+            return usageError("\(error)")
+        }
+    }
+
+    static func measure(_ options: Benchmarks.Options) throws -> BenchReport {
+        let bench = Benchmarks(options: options)
+        var report = BenchReport()
+        let traffic = try BenchFrames.render(BenchFrames.traffic, name: "traffic")
+        let idleFrames = try BenchFrames.render(BenchFrames.idle, name: "idle")
+
+        let t = try bench.throughput(frames: traffic)
+        report.rows.append(.init(name: "throughput: daemon / bare zbar loop", measured: "\(fmt(t.ratio * 100, 1))% (\(fmt(t.daemonFPS, 1)) / \(fmt(t.bareFPS, 1)) fps)",
+                                 target: ">= 97%", pass: t.ratio >= 0.97))
+        report.stages = [("capture", t.stages.capture.meanMilliseconds), ("handoff", t.stages.handoff.meanMilliseconds),
+                         ("decode", t.stages.decode.meanMilliseconds), ("debounce", t.stages.debounce.meanMilliseconds),
+                         ("sinks", t.stages.sinks.meanMilliseconds)]
+
+        let idle = try bench.idleCost(frames: idleFrames)
+        report.rows.append(.init(name: "idle CPU per frame / one full zbar pass", measured: "\(fmt(idle.ratio * 100, 1))% (\(fmt(idle.gatedMs, 3)) / \(fmt(idle.fullPassMs, 2)) ms)",
+                                 target: "<= 10%", pass: idle.ratio <= 0.10))
+
+        let (first, cases) = try bench.firstFrameReads()
+        report.rows.append(.init(name: "codes read on their first frame (gated)", measured: "\(first)/\(cases)",
+                                 target: "all", pass: first == cases))
+
+        let lat = try bench.latency(frames: traffic)
+        report.latency = lat.total
+        report.latencyExcess = lat.excess
+        report.rows.append(.init(name: "latency p99 beyond the frame's decode", measured: "\(fmt(lat.excess.at(99), 3)) ms (p50 \(fmt(lat.excess.at(50), 3)))",
+                                 target: "<= 2 ms", pass: lat.excess.count > 0 && lat.excess.at(99) <= 2))
+
+        let mem = try bench.memory(frames: traffic, eventsPerPass: 4)
+        report.rows.append(.init(name: "steady RSS after \(mem.frames) frames", measured: "\(fmt(mem.steadyMiB, 1)) MiB",
+                                 target: "<= 25 MB", pass: mem.steadyMiB <= 25 * 1_000_000 / 1_048_576))
+        report.rows.append(.init(name: "RSS growth over those frames", measured: "\(fmt(mem.growthMiB, 2)) MiB",
+                                 target: "< 1 MiB", pass: mem.growthMiB < 1))
+        report.rows.append(.init(name: "open descriptors before/after", measured: "\(mem.descriptorsBefore)/\(mem.descriptorsAfter)",
+                                 target: "equal", pass: mem.descriptorsBefore == mem.descriptorsAfter))
+        report.rows.append(.init(name: "codes reported in the memory run", measured: "\(mem.reported)/\(mem.expected)",
+                                 target: "exactly", pass: mem.reported == mem.expected))
+
+        options.progress("start-up")
+        let startup = try startupMilliseconds(rounds: options.rounds)
+        report.rows.append(.init(name: "start-up to first decoded code", measured: "\(fmt(startup, 1)) ms",
+                                 target: "<= 300 ms", pass: startup <= 300))
+        report.figures = [("frames dropped (latency run, live 60 fps)", Double(lat.dropped)),
+                          ("bare zbar ms/frame (traffic)", 1000 / t.bareFPS),
+                          ("full zbar pass ms/frame (idle scene)", idle.fullPassMs)]
+        return report
+    }
+
+    /// Spawns `scangate run --camera sim:STARTUP --oneshot` and times it until the first byte on stdout
+    /// (the first decoded code); best of `rounds`.
+    static func startupMilliseconds(rounds: Int) throws -> Double {
+        var best = Double.infinity
+        let exe = try selfExecutable()
+        for _ in 0..<rounds {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { throw SystemError("pipe", "start-up bench", .current) }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            let args = [exe, "run", "--camera", "sim:STARTUP", "--oneshot", "--fps", "30"]
+            var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+            defer { for p in argv { free(p) } }
+            var pid: pid_t = 0
+            let t0 = BenchClock.wallMilliseconds()
+            let rc = posix_spawn(&pid, exe, &actions, nil, &argv, environ)
+            close(fds[1])
+            guard rc == 0 else { close(fds[0]); throw SystemError("posix_spawn", exe, Errno(rawValue: rc)) }
+            var byte: UInt8 = 0
+            let n = read(fds[0], &byte, 1)
+            let elapsed = BenchClock.wallMilliseconds() - t0
+            close(fds[0])
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            if n == 1 { best = min(best, elapsed) }
+        }
+        return best
+    }
+
+    static func selfExecutable() throws -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { throw SystemError("readlink", "/proc/self/exe", .current) }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,242 @@
+import Core
+import Debounce
+import Decoding
+import Dispatch
+import Outputs
+import Pipeline
+import Platform
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The measurements behind `scangate bench`. Each compares two things measured in the same run on the
+/// same machine, so the ratios hold on a noisy shared machine where absolute times do not.
+public struct Benchmarks {
+    public struct Options: Sendable {
+        /// Frames for the memory run (RSS growth).
+        public var memoryFrames = 100_000
+        public var rounds = 3
+        public var progress: @Sendable (String) -> Void = { _ in }
+        public init() {}
+    }
+
+    let options: Options
+    let decoderSettings: DecoderSettings
+    let quiet = Logger(level: .error)
+
+    public init(options: Options, decoderSettings: DecoderSettings = DecoderSettings()) {
+        self.options = options
+        self.decoderSettings = decoderSettings
+    }
+
+    var ungated: DecoderSettings {
+        var s = decoderSettings
+        s.idleRescanFrames = 0
+        return s
+    }
+
+    func devNull() -> FileDescriptor {
+        FileDescriptor(rawValue: open("/dev/null", O_WRONLY | O_CLOEXEC))
+    }
+
+    // MARK: throughput
+
+    public struct Throughput: Sendable {
+        public var bareFPS: Double
+        public var daemonFPS: Double
+        public var stages: StageTimes
+        public var dropped: UInt64
+        public var ratio: Double { daemonFPS / bareFPS }
+    }
+
+    /// The whole daemon (handoff → decode → debounce → stdout JSON to /dev/null, --fast) against a bare
+    /// loop calling zbar on the same frames with the same settings. Gating is off in both, so they do
+    /// the same decoding work; best of `rounds` alternating runs each.
+    public func throughput(frames: [Frame]) throws -> Throughput {
+        var bestBare = Double.infinity, bestDaemon = Double.infinity
+        var stages = StageTimes()
+        var dropped: UInt64 = 0
+        let null = devNull()
+        defer { _ = null.close() }
+        for round in 0..<options.rounds {
+            options.progress("throughput round \(round + 1)/\(options.rounds)")
+            let bare = try ZbarDecoder(settings: ungated)
+            let t0 = BenchClock.wallMilliseconds()
+            var found = 0
+            for f in frames { found += bare.decode(f).count }
+            bestBare = min(bestBare, BenchClock.wallMilliseconds() - t0)
+
+            var out = OutputSettings()
+            out.format = .json
+            let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try ZbarDecoder(settings: ungated),
+                                    debouncer: Debouncer(settings: DebounceSettings()),
+                                    sinks: [StdoutSink(settings: out, logger: quiet, fd: null)], logger: quiet)
+            let t1 = BenchClock.wallMilliseconds()
+            _ = pipeline.run()
+            let daemon = BenchClock.wallMilliseconds() - t1
+            if daemon < bestDaemon {
+                bestDaemon = daemon
+                stages = pipeline.stats.stageTimes
+                dropped = pipeline.droppedFrames
+            }
+            _ = found
+        }
+        let n = Double(frames.count)
+        return Throughput(bareFPS: n / bestBare * 1000, daemonFPS: n / bestDaemon * 1000, stages: stages, dropped: dropped)
+    }
+
+    // MARK: idle cost
+
+    public struct Idle: Sendable {
+        public var fullPassMs: Double
+        public var gatedMs: Double
+        public var ratio: Double { gatedMs / fullPassMs }
+    }
+
+    /// CPU time per frame on a static scene: one full zbar pass vs the gated decoder the daemon runs.
+    public func idleCost(frames: [Frame]) throws -> Idle {
+        options.progress("idle cost")
+        var bestFull = Double.infinity, bestGated = Double.infinity
+        for _ in 0..<options.rounds {
+            let zbar = try ZbarDecoder(settings: ungated)
+            let c0 = BenchClock.threadCPUMilliseconds()
+            for f in frames { _ = zbar.decode(f) }
+            bestFull = min(bestFull, (BenchClock.threadCPUMilliseconds() - c0) / Double(frames.count))
+
+            let gated = try ZbarDecoder.makeForStream(settings: decoderSettings)
+            let c1 = BenchClock.threadCPUMilliseconds()
+            for f in frames { _ = gated.decode(f) }
+            bestGated = min(bestGated, (BenchClock.threadCPUMilliseconds() - c1) / Double(frames.count))
+        }
+        return Idle(fullPassMs: bestFull, gatedMs: bestGated)
+    }
+
+    // MARK: first readable frame
+
+    /// With gating on, a code appearing in an idle scene is read in the first frame it is in view.
+    /// Returns (read on the first frame, cases).
+    public func firstFrameReads() throws -> (Int, Int) {
+        options.progress("first-frame reads")
+        let variants = [
+            "module 2 at 40,40", "module 3 at 300,200", "module 4", "module 3 rotate 20", "module 5 at 10,10",
+            "module 2 at 500,360", "module 3 contrast 0.5", "module 4 blur 1",
+        ]
+        var onFirst = 0
+        for (i, v) in variants.enumerated() {
+            let text = "fps 15\nframes 70\nnoise 3\ncode qr \"FIRST-\(i)\" frames 37-69 \(v)\n"
+            let frames = try BenchFrames.render(text, name: "first-frame-\(i)")
+            let sink = CollectingSink()
+            let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
+                                    debouncer: Debouncer(settings: DebounceSettings()), sinks: [sink], logger: quiet)
+            _ = pipeline.run()
+            if sink.frames.first == 37 { onFirst += 1 }
+        }
+        return (onFirst, variants.count)
+    }
+
+    // MARK: latency
+
+    public struct Latency: Sendable {
+        public var total: Percentiles
+        public var excess: Percentiles
+        public var staleDecodes: Int
+        public var dropped: UInt64
+    }
+
+    /// A live source at 60 fps with codes coming and going (hold-off 0, so every frame with a code is an
+    /// event): latency from frame dequeue until every sink's handle() returned, and that latency beyond
+    /// the frame's own decode time. `extraSinks` are the device sinks under test (serial, GPIO).
+    public func latency(frames: [Frame], extraSinks: [EventSink] = []) throws -> Latency {
+        options.progress("latency")
+        let decodeTimes = DecodeTimes()
+        let probe = LatencyProbe(decodeTimes: decodeTimes)
+        var debounce = DebounceSettings()
+        debounce.holdOffMs = 0
+        let null = devNull()
+        defer { _ = null.close() }
+        var out = OutputSettings()
+        out.format = .json
+        let sinks: [EventSink] = [StdoutSink(settings: out, logger: quiet, fd: null)] + extraSinks + [probe]
+        let pipeline = Pipeline(source: MemoryFrameSource(frames: frames, live: true, paceMs: 1000.0 / 60),
+                                decoder: try ZbarDecoder(settings: ungated), debouncer: Debouncer(settings: debounce),
+                                sinks: sinks, logger: quiet,
+                                onFrameDecoded: { f, ms in decodeTimes.record(f.sequence, ms) })
+        _ = pipeline.run()
+        let (total, excess) = probe.samples
+        return Latency(total: Percentiles(total), excess: Percentiles(excess), staleDecodes: 0, dropped: pipeline.droppedFrames)
+    }
+
+    // MARK: memory
+
+    public struct Memory: Sendable {
+        public var frames: UInt64
+        public var steadyMiB: Double
+        public var growthMiB: Double
+        public var descriptorsBefore: Int
+        public var descriptorsAfter: Int
+        public var reported: UInt64
+        public var expected: UInt64
+    }
+
+    /// `memoryFrames` frames through the daemon as it runs (gated), RSS after warm-up and at the end.
+    public func memory(frames: [Frame], eventsPerPass: Int) throws -> Memory {
+        let repeats = max(1, options.memoryFrames / frames.count)
+        let total = UInt64(repeats * frames.count)
+        let null = devNull()
+        defer { _ = null.close() }
+        var out = OutputSettings()
+        out.format = .json
+        let warmup = MemoryFrameSource(frames: frames, repeats: 2)
+        let warm = Pipeline(source: warmup, decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
+                            debouncer: Debouncer(settings: DebounceSettings()),
+                            sinks: [StdoutSink(settings: out, logger: quiet, fd: null)], logger: quiet)
+        _ = warm.run()
+        let before = BenchClock.residentMiB() ?? .nan
+        let fdsBefore = BenchClock.openDescriptors()
+        let progress = options.progress
+        let pipeline = Pipeline(source: MemoryFrameSource(frames: frames, repeats: repeats),
+                                decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
+                                debouncer: Debouncer(settings: DebounceSettings()),
+                                sinks: [StdoutSink(settings: out, logger: quiet, fd: null)], logger: quiet,
+                                onFrameDecoded: { f, _ in
+                                    if f.sequence % 10_000 == 0 { progress("memory: frame \(f.sequence)/\(total)") }
+                                })
+        _ = pipeline.run()
+        let after = BenchClock.residentMiB() ?? .nan
+        return Memory(frames: total, steadyMiB: after, growthMiB: after - before, descriptorsBefore: fdsBefore,
+                      descriptorsAfter: BenchClock.openDescriptors(), reported: pipeline.stats.reported,
+                      expected: UInt64(eventsPerPass * repeats))
+    }
+}
+
+/// Collects event frame numbers (first-frame check).
+final class CollectingSink: EventSink, @unchecked Sendable {
+    let name = "collect"
+    private let lock = Mutex<[UInt64]>([])
+    func handle(_ event: ReadEvent) { lock.withLock { $0.append(event.frame) } }
+    func close() {}
+    var frames: [UInt64] { lock.withLock { $0 } }
+}
+
+/// The last sink: when its handle() runs, every earlier sink has returned from handle().
+final class LatencyProbe: EventSink, @unchecked Sendable {
+    let name = "latency-probe"
+    private let decodeTimes: DecodeTimes
+    private let lock = Mutex<([Double], [Double])>(([], []))
+    init(decodeTimes: DecodeTimes) { self.decodeTimes = decodeTimes }
+    func handle(_ event: ReadEvent) {
+        let total = MonotonicInstant.now().milliseconds(since: event.dequeuedAt)
+        let decode = decodeTimes.take(event.frame) ?? 0
+        lock.withLock { $0.0.append(total); $0.1.append(total - decode) }
+    }
+    func close() {}
+    var samples: ([Double], [Double]) { lock.withLock { $0 } }
+}
+
+/// Decode time of each frame, written on the decode queue and read by the probe.
+final class DecodeTimes: Sendable {
+    private let times = Mutex<[UInt64: Double]>([:])
+    func record(_ frame: UInt64, _ ms: Double) { times.withLock { $0[frame] = ms } }
+    func take(_ frame: UInt64) -> Double? { times.withLock { $0.removeValue(forKey: frame) } }
+}

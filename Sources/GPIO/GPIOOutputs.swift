@@ -1,0 +1,120 @@
+import Core
+import Platform
+
+/// The real line driver: opens `--gpio-chip` and each configured role's line, drives them, and keeps
+/// scanning-friendly: a chip or line that cannot be opened (missing, busy, no permission) is logged
+/// (rate-limited) and tried again every `retryMs`; a chip that vanishes is closed and reopened later.
+/// Lines start inactive; a line opened late starts at the level the running pattern wants.
+/// Not thread-safe: owned by the feedback thread.
+public final class GPIOOutputs: FeedbackLines {
+    private let settings: GPIOSettings
+    private let calls: GpiodCalls
+    private let logger: Logger
+    private let clock: FeedbackClock
+    private var session: GPIOChipSession?
+    /// The level each role should have (what the player last asked for).
+    private var desired: [GPIORole: Bool] = [:]
+    /// Roles whose last attempt failed, with the error, to log recovery.
+    private var failing: [GPIORole: GPIOError] = [:]
+    private var chipFailing: GPIOError?
+    private var nextRetry: MonotonicInstant?
+    private var closed = false
+
+    /// Opens what it can at once (every line inactive); the rest is retried through `service(at:)`.
+    public init(settings: GPIOSettings, calls: GpiodCalls, logger: Logger, clock: FeedbackClock) {
+        self.settings = settings
+        self.calls = calls
+        self.logger = logger
+        self.clock = clock
+        openMissing(at: clock.now())
+    }
+
+    /// Roles whose line is requested now.
+    public var openRoles: Set<GPIORole> { Set(session?.requests.keys.map { $0 } ?? []) }
+
+    /// The last error of each role that is not open (the chip's error for all roles when it is missing).
+    public var problems: [GPIORole: GPIOError] {
+        var out = failing
+        if let chipFailing { for role in settings.lines.keys { out[role] = chipFailing } }
+        return out
+    }
+
+    public func set(_ role: GPIORole, active: Bool) {
+        guard !closed else { return }
+        desired[role] = active
+        guard let session else { return }
+        if case .failure(let error) = session.set(role, active: active) {
+            if error.meansChipGone {
+                logger.warning("GPIO: \(error); chip closed, reopening every \(seconds(settings.retryMs))",
+                               rateLimitKey: "gpio:chip")
+                closeSession()
+                chipFailing = error
+                scheduleRetry(from: clock.now())
+            } else {
+                logger.warning("GPIO: \(error)", rateLimitKey: "gpio:set:\(role.rawValue)")
+            }
+        }
+    }
+
+    public func service(at now: MonotonicInstant) -> MonotonicInstant? {
+        guard !closed else { return nil }
+        if let due = nextRetry, due <= now { openMissing(at: now) }
+        return nextRetry
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closeSession()
+        closed = true
+        nextRetry = nil
+    }
+
+    private func closeSession() {
+        guard let session else { return }
+        for error in session.close() {
+            logger.warning("GPIO: while driving lines inactive: \(error)", rateLimitKey: "gpio:close")
+        }
+        self.session = nil
+    }
+
+    private func scheduleRetry(from now: MonotonicInstant) {
+        nextRetry = MonotonicInstant(nanoseconds: now.nanoseconds + UInt64(max(1, settings.retryMs)) * 1_000_000)
+    }
+
+    private func seconds(_ ms: Int) -> String {
+        ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+    }
+
+    private func openMissing(at now: MonotonicInstant) {
+        nextRetry = nil
+        guard let chipText = settings.chip, settings.hasLines else { return }
+        if session == nil {
+            switch GPIOChipSession.open(chipText, calls: calls) {
+            case .success(let s):
+                session = s
+                if chipFailing != nil { logger.notice("GPIO: chip \(s.title) is available again") }
+                chipFailing = nil
+            case .failure(let error):
+                chipFailing = error
+                logger.error("GPIO: \(error); scanning goes on without LEDs and buzzer, retrying every \(seconds(settings.retryMs))",
+                             rateLimitKey: "gpio:chip")
+                scheduleRetry(from: now)
+                return
+            }
+        }
+        guard let session else { return }
+        for (role, spec) in settings.lines.sorted(by: { $0.key < $1.key }) where session.requests[role] == nil {
+            let activeLow = settings.activeLow.contains(role)
+            switch session.request(role, spec: spec, activeLow: activeLow, active: desired[role] ?? false) {
+            case .success(let request):
+                let verb = failing.removeValue(forKey: role) == nil ? "" : " (available again)"
+                logger.info("GPIO: \(role.title) on line \(request.title) of \(session.title)\(activeLow ? ", active-low" : "")\(verb)")
+            case .failure(let error):
+                failing[role] = error
+                logger.error("GPIO: \(error); scanning goes on without it, retrying every \(seconds(settings.retryMs))",
+                             rateLimitKey: "gpio:\(role.rawValue)")
+            }
+        }
+        if !failing.isEmpty { scheduleRetry(from: now) }
+    }
+}

@@ -1,0 +1,142 @@
+import Core
+import Platform
+
+/// The playback loop on the beep's own thread; sole owner of the PCM. Opens the device at start, plays
+/// each beep taken from the mailbox, stops a beep early (5 ms fade, then the short buffer drains) when a
+/// newer one or a close arrives, and closes the device at the end. A device that cannot be opened or
+/// fails is closed, logged (rate-limited) and tried again at the first beep after a backoff.
+final class BeepPlayer {
+    private let settings: BeepSettings
+    private let logger: Logger
+    private let calls: any ALSACalls
+    private let configuration: ALSAConfiguration?
+    private let mailbox: BeepMailbox
+
+    private var device: PCMDevice?
+    private var rendered: [BeepPattern: [Int16]] = [:]
+    private var retryAt = MonotonicInstant(nanoseconds: 0)
+    private var backoffMilliseconds: Double
+    private let initialBackoffMilliseconds: Double
+    static let maxBackoffMilliseconds: Double = 30_000
+    /// Fade applied when a beep is cut short, so stopping does not click.
+    static let stopFadeMilliseconds: Double = 5
+    /// How long the tail already in the device buffer may take to play out before it is dropped.
+    static let drainBoundMilliseconds: Double = 250
+
+    init(settings: BeepSettings, logger: Logger, calls: any ALSACalls, configuration: ALSAConfiguration?,
+         mailbox: BeepMailbox, retryBackoffMilliseconds: Double) {
+        self.settings = settings
+        self.logger = logger
+        self.calls = calls
+        self.configuration = configuration
+        self.mailbox = mailbox
+        self.initialBackoffMilliseconds = retryBackoffMilliseconds
+        self.backoffMilliseconds = retryBackoffMilliseconds
+    }
+
+    /// Runs until the mailbox says close; the device is closed when this returns.
+    func run() {
+        _ = openIfDue()
+        loop: while true {
+            switch mailbox.take() {
+            case .close: break loop
+            case .nothing: mailbox.waitForNews()
+            case .play(let pattern):
+                guard openIfDue(), let device else { continue }
+                play(pattern, on: device)
+            }
+        }
+        closeDevice()
+    }
+
+    // MARK: - Device
+
+    private var key: String { "beep-device:\(settings.device)" }
+
+    /// True when the device is open (opening it now if the backoff has passed).
+    private func openIfDue() -> Bool {
+        if device != nil { return true }
+        let now = MonotonicInstant.now()
+        guard now >= retryAt else {
+            logger.debug("beep: skipped, ALSA device \(settings.device) unavailable; next try in "
+                         + "\(Int(retryAt.milliseconds(since: now))) ms")
+            return false
+        }
+        do throws(ALSAError) {
+            let opened = try PCMDevice(name: settings.device, calls: calls, configuration: configuration)
+            device = opened
+            rendered = [:]
+            backoffMilliseconds = initialBackoffMilliseconds
+            let synthesizer = ToneSynthesizer(sampleRate: opened.sampleRate, volume: settings.volume)
+            for pattern in [settings.good, settings.error].compactMap({ $0 }) {
+                for tone in pattern.tones where !tone.isSilence && !synthesizer.canPlay(hertz: tone.hertz) {
+                    logger.warning("beep: \(tone.hertz) Hz is too high for ALSA device \(settings.device) at "
+                                   + "\(opened.sampleRate) Hz; that tone stays silent")
+                }
+            }
+            logger.info("beep: ALSA device \(settings.device) open, \(opened.sampleRate) Hz, "
+                        + "\(opened.channels == 1 ? "mono" : "\(opened.channels) channels")")
+            return true
+        } catch {
+            unavailable(error, action: "cannot open")
+            return false
+        }
+    }
+
+    /// Logs a device failure (rate-limited), closes the device and schedules the next attempt.
+    private func unavailable(_ error: ALSAError, action: String) {
+        logger.warning("beep: \(action) ALSA device \(settings.device): \(error); beeps are off, retrying in "
+                       + "\(Int(backoffMilliseconds / 1000)) s or more", rateLimitKey: key)
+        closeDevice()
+        retryAt = MonotonicInstant.now().adding(milliseconds: backoffMilliseconds)
+        backoffMilliseconds = min(backoffMilliseconds * 2, Self.maxBackoffMilliseconds)
+    }
+
+    private func closeDevice() {
+        guard let device else { return }
+        self.device = nil
+        do throws(ALSAError) {
+            try device.close()
+        } catch {
+            logger.debug("beep: \(error)")
+        }
+    }
+
+    // MARK: - Playing
+
+    private func samples(for pattern: BeepPattern, rate: Int) -> [Int16] {
+        if let cached = rendered[pattern] { return cached }
+        let samples = ToneSynthesizer(sampleRate: rate, volume: settings.volume).render(pattern)
+        rendered[pattern] = samples
+        return samples
+    }
+
+    private func play(_ pattern: BeepPattern, on device: PCMDevice) {
+        var samples = samples(for: pattern, rate: device.sampleRate)
+        let fade = Int(Self.stopFadeMilliseconds * Double(device.sampleRate) / 1000)
+        var position = 0
+        var end = samples.count
+        var cut = false
+        do throws(ALSAError) {
+            while position < end {
+                if !cut && mailbox.hasNews {
+                    cut = true
+                    end = min(end, position + fade)
+                    ToneSynthesizer.fadeOut(&samples, position..<end)
+                    continue
+                }
+                let written = try device.write(samples[position..<end])
+                if written > 0 {
+                    position += written
+                } else {
+                    try device.waitWritable(timeoutMilliseconds: 20)
+                }
+            }
+            try device.drain(within: Self.drainBoundMilliseconds)
+            logger.debug(cut ? "beep: \(pattern) cut short on \(settings.device)"
+                             : "beep: played \(pattern) on \(settings.device)")
+        } catch {
+            unavailable(error, action: "lost")
+        }
+    }
+}

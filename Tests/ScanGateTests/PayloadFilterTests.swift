@@ -1,0 +1,50 @@
+import XCTest
+import Core
+import Pipeline
+
+final class PayloadFilterTests: XCTestCase {
+    func verdict(_ payload: [UInt8], _ configure: (inout FilterSettings) -> Void) throws -> Verdict {
+        var s = FilterSettings()
+        configure(&s)
+        return try PayloadFilter(settings: s).verdict(for: DecodedSymbol(symbology: .qr, data: payload, bounds: Rect(x: 0, y: 0, w: 1, h: 1)))
+    }
+
+    func testLengthLimits() throws {
+        XCTAssertEqual(try verdict(Array("12345".utf8)) { $0.maxLength = 5 }, .accepted)
+        XCTAssertEqual(try verdict(Array("123456".utf8)) { $0.maxLength = 5 },
+                       .rejected(reason: "payload longer than max-length 5 (6 bytes)"))
+        XCTAssertFalse(try verdict(Array("12".utf8)) { $0.minLength = 3 }.isAccepted)
+    }
+
+    func testCharacterClasses() throws {
+        XCTAssertTrue(try verdict(Array("0123".utf8)) { $0.characters = .digits }.isAccepted)
+        XCTAssertFalse(try verdict(Array("01a3".utf8)) { $0.characters = .digits }.isAccepted)
+        XCTAssertTrue(try verdict(Array("Ab12".utf8)) { $0.characters = .alnum }.isAccepted)
+        XCTAssertFalse(try verdict(Array("Ab-12".utf8)) { $0.characters = .alnum }.isAccepted)
+        XCTAssertTrue(try verdict(Array("door 7!".utf8)) { $0.characters = .printable }.isAccepted)
+        XCTAssertFalse(try verdict(Array("door\r\n".utf8)) { $0.characters = .printable }.isAccepted)
+        XCTAssertTrue(try verdict(Array("Zürich".utf8)) { $0.characters = .text }.isAccepted)
+        XCTAssertFalse(try verdict(Array("\u{1B}[2J".utf8)) { $0.characters = .text }.isAccepted)
+        XCTAssertFalse(try verdict([0xFF, 0x41]) { $0.characters = .text }.isAccepted)
+        XCTAssertTrue(try verdict([0xFF, 0x00]) { $0.characters = .any }.isAccepted)
+    }
+
+    func testPrefixAllowList() throws {
+        XCTAssertTrue(try verdict(Array("EMP-0042".utf8)) { $0.allowPrefixes = ["VIS-", "EMP-"] }.isAccepted)
+        XCTAssertFalse(try verdict(Array("XYZ-0042".utf8)) { $0.allowPrefixes = ["VIS-", "EMP-"] }.isAccepted)
+    }
+
+    func testRegexMustMatchTheWholePayload() throws {
+        XCTAssertTrue(try verdict(Array("T-123456".utf8)) { $0.allowRegex = "T-[0-9]{6}" }.isAccepted)
+        XCTAssertFalse(try verdict(Array("T-123456\r\nOPEN".utf8)) { $0.allowRegex = "T-[0-9]{6}" }.isAccepted)
+        XCTAssertFalse(try verdict([0xFF]) { $0.allowRegex = ".*" }.isAccepted, "non-UTF-8 never matches")
+    }
+
+    func testBadRegexIsAUsageError() {
+        var s = FilterSettings()
+        s.allowRegex = "(["
+        XCTAssertThrowsError(try PayloadFilter(settings: s)) { error in
+            XCTAssertTrue("\(error)".contains("allow-regex"))
+        }
+    }
+}

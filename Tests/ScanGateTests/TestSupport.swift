@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+import XCTest
+
+/// Temporary files for tests.
+enum TestFiles {
+    static func temporaryDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/scangate-test-XXXXXX").utf8CString)
+        guard let p = mkdtemp(&template) else { throw NSError(domain: "mkdtemp", code: Int(errno)) }
+        return String(cString: p)
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    static func write(bytes: [UInt8], to path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// The repository root, from this file's path.
+    static var repositoryRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+}
+
+/// Runs the built `scangate` binary as users do, with a deadline.
+struct ScangateProcess {
+    struct Result {
+        var status: Int32
+        var stdout: [UInt8]
+        var stderr: String
+        var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        var stdoutLines: [String] { stdoutText.split(separator: "\n").map(String.init) }
+    }
+
+    static var binary: String {
+        let root = TestFiles.repositoryRoot
+        for candidate in [".build/debug/scangate", ".build/x86_64-unknown-linux-gnu/debug/scangate", ".build/release/scangate"] {
+            let path = root + "/" + candidate
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return root + "/.build/debug/scangate"
+    }
+
+    /// Runs `scangate args...`; fails the test if it does not end within `timeout` seconds.
+    static func run(_ args: [String], timeout: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = args
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        let done = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in done.signal() }
+        try process.run()
+        // Read both pipes while the process runs so a full pipe cannot block it.
+        let collected = Mutex<(Data, Data)>((Data(), Data()))
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            let d = out.fileHandleForReading.readDataToEndOfFile()
+            collected.withLock { $0.0 = d }
+        }
+        DispatchQueue.global().async(group: group) {
+            let d = err.fileHandleForReading.readDataToEndOfFile()
+            collected.withLock { $0.1 = d }
+        }
+        if done.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            XCTFail("scangate \(args.joined(separator: " ")) did not finish within \(timeout) s", file: file, line: line)
+            _ = done.wait(timeout: .now() + 5)
+        }
+        group.wait()
+        let (outData, errData) = collected.withLock { $0 }
+        return Result(status: process.terminationStatus, stdout: Array(outData), stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
