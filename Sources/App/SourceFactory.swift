@@ -1,5 +1,6 @@
 import Camera
 import Core
+import Replay
 import Simulator
 
 /// Chooses the frame source from `--camera`: `sim:…`, `replay:…`, or a V4L2 device path.
@@ -10,7 +11,7 @@ enum SourceFactory {
             return try SimulatedCamera(spec: String(camera.dropFirst(4)), settings: settings)
         }
         if camera.hasPrefix("replay:") {
-            throw UsageError("--camera replay: is not available in this build")
+            return try ReplaySource(path: String(camera.dropFirst(7)), settings: settings)
         }
         return V4L2Camera(device: camera, settings: settings, logger: logger)
     }
