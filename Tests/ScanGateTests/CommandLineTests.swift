@@ -92,4 +92,89 @@ final class CommandLineTests: XCTestCase {
             XCTAssertTrue(r.stdoutText.contains("Usage"), "\(args)")
         }
     }
+
+    /// The events that matter to a consumer: symbology, payload, frame.
+    func events(_ r: ScangateProcess.Result) throws -> [String] {
+        try r.stdoutLines.map { line in
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return "\(o["seq"] ?? "") \(o["symbology"] ?? "") \(o["data"] ?? o["data_base64"] ?? "") \(o["frame"] ?? "")"
+        }
+    }
+
+    func testReplayOfY4MAndPGMFolderGivesTheSameEventsAsTheScenario() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let scenario = dir + "/door.scenario"
+        try TestFiles.write("""
+            fps 10
+            frames 90
+            noise 2
+            code qr "DOOR-1" frames 5-20 at 40,40 module 4
+            code ean13 "4006381333931" frames 30-40 module 3
+            code qr "DOOR-2" frames 50-60 module 4 rotate 15
+            code qr "DOOR-1" frames 80-89 at 300,200 module 4
+            """, to: scenario)
+        let common = ["--fast", "--symbologies", "qr,ean13"]
+        let sim = try ScangateProcess.run(["run", "--camera", "sim:" + scenario] + common)
+        XCTAssertEqual(sim.status, 0, sim.stderr)
+        let expected = try events(sim)
+        XCTAssertEqual(expected.count, 4, "\(expected)")
+
+        let y4m = dir + "/door.y4m"
+        XCTAssertEqual(try ScangateProcess.run(["render", scenario, "--out", y4m]).status, 0)
+        let fromY4M = try ScangateProcess.run(["run", "--camera", "replay:" + y4m] + common)
+        XCTAssertEqual(fromY4M.status, 0, fromY4M.stderr)
+        XCTAssertEqual(try events(fromY4M), expected)
+
+        let frames = dir + "/frames"
+        XCTAssertEqual(try ScangateProcess.run(["render", scenario, "--out", frames, "--format", "pgm"]).status, 0)
+        let fromPGM = try ScangateProcess.run(["run", "--camera", "replay:" + frames, "--fps", "10"] + common)
+        XCTAssertEqual(fromPGM.status, 0, fromPGM.stderr)
+        XCTAssertEqual(try events(fromPGM), expected)
+    }
+
+    func testTruncatedY4MExits2AfterTheEventsBeforeIt() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let scenario = dir + "/t.scenario"
+        try TestFiles.write("fps 10\nframes 20\ncode qr \"T\" frames 0-19 module 4\n", to: scenario)
+        let y4m = dir + "/t.y4m"
+        XCTAssertEqual(try ScangateProcess.run(["render", scenario, "--out", y4m]).status, 0)
+        let full = try Data(contentsOf: URL(fileURLWithPath: y4m))
+        try full.prefix(full.count - 1000).write(to: URL(fileURLWithPath: dir + "/cut.y4m"))
+        let r = try ScangateProcess.run(["run", "--camera", "replay:" + dir + "/cut.y4m", "--fast", "--output", "text"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertEqual(r.stdoutLines, ["QR-Code:T"], "the code read before the cut is still reported")
+        XCTAssertTrue(r.stderr.contains("cut.y4m"), r.stderr)
+    }
+
+    func testMakeCodeDecodeImageRoundTripForEveryECCLevel() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        for ecc in ["L", "M", "Q", "H"] {
+            let png = dir + "/code-\(ecc).png"
+            XCTAssertEqual(try ScangateProcess.run(["make-code", "ROUND-TRIP-\(ecc)", "--ecc", ecc, "--out", png]).status, 0)
+            let r = try ScangateProcess.run(["decode-image", png])
+            XCTAssertEqual(r.status, 0)
+            XCTAssertEqual(r.stdoutText, "ROUND-TRIP-\(ecc)\n")
+        }
+        let long = String(repeating: "0123456789abcdefghij", count: 50)
+        let pgm = dir + "/long.pgm"
+        XCTAssertEqual(try ScangateProcess.run(["make-code", long, "--out", pgm]).status, 0)
+        XCTAssertEqual(try ScangateProcess.run(["decode-image", pgm]).stdoutText, long + "\n")
+    }
+
+    func testBinaryPayloadComesOutAsBase64InJSON() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let bytes: [UInt8] = [0x00, 0xFF, 0xFE, 0x80, 0x0D, 0x0A, 0x41]
+        try TestFiles.write(bytes: bytes, to: dir + "/payload.bin")
+        let png = dir + "/bin.png"
+        XCTAssertEqual(try ScangateProcess.run(["make-code", "--data-file", dir + "/payload.bin", "--out", png]).status, 0)
+        let raw = try ScangateProcess.run(["decode-image", png])
+        XCTAssertEqual(raw.stdout, bytes + [0x0A], "decode-image prints the raw bytes")
+        // Through the daemon: a scenario showing that binary payload.
+        let scenario = dir + "/bin.scenario"
+        try TestFiles.write("fps 10\nframes 10\ncode qr \"\\x00\\xff\\xfe\\x80\\r\\nA\" frames 0-9 module 4\n", to: scenario)
+        let r = try ScangateProcess.run(["run", "--camera", "sim:" + scenario, "--fast"])
+        let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.stdoutLines.first?.utf8 ?? "".utf8)) as? [String: Any])
+        XCTAssertNil(o["data"])
+        XCTAssertEqual((o["data_base64"] as? String).flatMap { Data(base64Encoded: $0) }.map(Array.init), bytes)
+    }
 }
