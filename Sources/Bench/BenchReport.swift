@@ -45,7 +45,7 @@ public struct BenchReport: Sendable {
         }
         if !figures.isEmpty {
             out.append("")
-            for (name, v) in figures { out.append("  " + pad(name, 40) + fmt(v, 3)) }
+            for (name, v) in figures { out.append("  " + pad(name, 48) + fmt(v, 3)) }
         }
         return out.joined(separator: "\n")
     }

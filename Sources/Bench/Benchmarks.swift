@@ -144,7 +144,7 @@ public struct Benchmarks {
         public var dropped: UInt64
     }
 
-    /// A live source at 60 fps with codes coming and going (hold-off 0, so every frame with a code is an
+    /// A live source at 30 fps with codes coming and going (hold-off 0, so every frame with a code is an
     /// event): latency from frame dequeue until every sink's handle() returned, and that latency beyond
     /// the frame's own decode time. `extraSinks` are the device sinks under test (serial, GPIO).
     public func latency(frames: [Frame], extraSinks: [EventSink] = []) throws -> Latency {
@@ -158,7 +158,7 @@ public struct Benchmarks {
         var out = OutputSettings()
         out.format = .json
         let sinks: [EventSink] = [StdoutSink(settings: out, logger: quiet, fd: null)] + extraSinks + [probe]
-        let pipeline = Pipeline(source: MemoryFrameSource(frames: frames, live: true, paceMs: 1000.0 / 60),
+        let pipeline = Pipeline(source: MemoryFrameSource(frames: frames, live: true, paceMs: 1000.0 / 30),
                                 decoder: try ZbarDecoder(settings: ungated), debouncer: Debouncer(settings: debounce),
                                 sinks: sinks, logger: quiet,
                                 onFrameDecoded: { f, ms in decodeTimes.record(f.sequence, ms) })
@@ -170,43 +170,38 @@ public struct Benchmarks {
     // MARK: memory
 
     public struct Memory: Sendable {
-        public var frames: UInt64
+        public var frames: Int
         public var steadyMiB: Double
         public var growthMiB: Double
-        public var descriptorsBefore: Int
-        public var descriptorsAfter: Int
-        public var reported: UInt64
-        public var expected: UInt64
+        public var descriptorsFirst: Int
+        public var descriptorsLast: Int
+        public var reported: Int
+        public var expected: Int
+        public var seconds: Double
     }
 
-    /// `memoryFrames` frames through the daemon as it runs (gated), RSS after warm-up and at the end.
-    public func memory(frames: [Frame], eventsPerPass: Int) throws -> Memory {
-        let repeats = max(1, options.memoryFrames / frames.count)
-        let total = UInt64(repeats * frames.count)
-        let null = devNull()
-        defer { _ = null.close() }
-        var out = OutputSettings()
-        out.format = .json
-        let warmup = MemoryFrameSource(frames: frames, repeats: 2)
-        let warm = Pipeline(source: warmup, decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
-                            debouncer: Debouncer(settings: DebounceSettings()),
-                            sinks: [StdoutSink(settings: out, logger: quiet, fd: null)], logger: quiet)
-        _ = warm.run()
-        let before = BenchClock.residentMiB() ?? .nan
-        let fdsBefore = BenchClock.openDescriptors()
+    /// `memoryFrames` frames of the traffic scenario (four appearances per 300 frames) through
+    /// `scangate run` as users run it (a child process, --fast, gated decoding, JSON to a pipe), with
+    /// its RSS and descriptors sampled from /proc. Steady RSS: the largest sample after the first 20%
+    /// of the run; growth: the last samples against those at 20%.
+    public func memory(executable: String, scenarioPath: String) throws -> Memory {
+        let frames = max(300, options.memoryFrames / 300 * 300)
         let progress = options.progress
-        let pipeline = Pipeline(source: MemoryFrameSource(frames: frames, repeats: repeats),
-                                decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
-                                debouncer: Debouncer(settings: DebounceSettings()),
-                                sinks: [StdoutSink(settings: out, logger: quiet, fd: null)], logger: quiet,
-                                onFrameDecoded: { f, _ in
-                                    if f.sequence % 10_000 == 0 { progress("memory: frame \(f.sequence)/\(total)") }
-                                })
-        _ = pipeline.run()
-        let after = BenchClock.residentMiB() ?? .nan
-        return Memory(frames: total, steadyMiB: after, growthMiB: after - before, descriptorsBefore: fdsBefore,
-                      descriptorsAfter: BenchClock.openDescriptors(), reported: pipeline.stats.reported,
-                      expected: UInt64(eventsPerPass * repeats))
+        let result = try DaemonProcess.run(executable, ["run", "--camera", "sim:" + scenarioPath, "--fast", "--loop",
+                                                        "--max-frames", String(frames), "--log-level", "warning"],
+                                           progress: { t in progress("memory: \(Int(t)) s, \(frames) frames") })
+        let samples = result.samples
+        guard samples.count >= 5, result.exitStatus == 0 else {
+            throw UsageError("bench: the memory run of scangate ended with status \(result.exitStatus) after \(samples.count) samples")
+        }
+        let from = samples.count / 5
+        let early = samples[from..<min(samples.count, from + 3)].map(\.residentMiB)
+        let late = samples.suffix(3).map(\.residentMiB)
+        let mean = { (v: [Double]) in v.reduce(0, +) / Double(max(1, v.count)) }
+        return Memory(frames: frames, steadyMiB: samples[from...].map(\.residentMiB).max() ?? .nan,
+                      growthMiB: mean(late) - mean(early), descriptorsFirst: samples[from].descriptors,
+                      descriptorsLast: samples[samples.count - 1].descriptors, reported: result.eventLines,
+                      expected: frames / 300 * 4, seconds: result.seconds)
     }
 }
 

@@ -1,0 +1,114 @@
+import Core
+import Platform
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs `scangate run ...` as a child process, as users run it, and samples its resident memory and
+/// open descriptors from /proc while it runs. Counts the event lines it prints.
+public struct DaemonProcess {
+    public struct Sample: Sendable {
+        public var seconds: Double
+        public var residentMiB: Double
+        public var descriptors: Int
+    }
+
+    public struct Result: Sendable {
+        public var samples: [Sample]
+        public var eventLines: Int
+        public var exitStatus: Int32
+        public var seconds: Double
+    }
+
+    /// The path of the running executable (for spawning `scangate` itself).
+    public static func selfExecutable() throws -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { throw SystemError("readlink", "/proc/self/exe", .current) }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Spawns `executable arguments`, samples it every `intervalMs`, and waits for it to exit.
+    public static func run(_ executable: String, _ arguments: [String], intervalMs: Double = 250,
+                           progress: (Double) -> Void = { _ in }) throws -> Result {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw SystemError("pipe", "daemon stdout", .current) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let args = [executable] + arguments
+        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        let start = MonotonicInstant.now()
+        let rc = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        close(fds[1])
+        guard rc == 0 else {
+            close(fds[0])
+            throw SystemError("posix_spawn", executable, Errno(rawValue: rc))
+        }
+        let reader = fds[0]
+        // Count event lines on a thread so the child never blocks on a full pipe.
+        let counter = LineCounter()
+        let thread = try PosixThread(name: "bench-stdout") {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(reader, &buffer, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                counter.add(buffer[0..<n].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) })
+            }
+        }
+        var samples: [Sample] = []
+        var status: Int32 = 0
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 && errno != EINTR { break }
+            let t = MonotonicInstant.now().milliseconds(since: start) / 1000
+            if let rss = residentMiB(pid: pid) {
+                samples.append(Sample(seconds: t, residentMiB: rss, descriptors: descriptors(pid: pid)))
+            }
+            progress(t)
+            sleepThread(milliseconds: intervalMs)
+        }
+        thread.join()
+        close(reader)
+        let exit: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Result(samples: samples, eventLines: counter.value, exitStatus: exit,
+                      seconds: MonotonicInstant.now().milliseconds(since: start) / 1000)
+    }
+
+    /// VmRSS from /proc/PID/status, in MiB.
+    static func residentMiB(pid: pid_t) -> Double? {
+        guard let f = fopen("/proc/\(pid)/status", "r") else { return nil }
+        defer { fclose(f) }
+        var line = [CChar](repeating: 0, count: 512)
+        while fgets(&line, Int32(line.count), f) != nil {
+            let text = String(cString: line)
+            if text.hasPrefix("VmRSS:") {
+                let kb = text.split(separator: " ").compactMap { Double($0) }.first ?? 0
+                return kb / 1024
+            }
+        }
+        return nil
+    }
+
+    static func descriptors(pid: pid_t) -> Int {
+        guard let dir = opendir("/proc/\(pid)/fd") else { return -1 }
+        defer { closedir(dir) }
+        var n = 0
+        while readdir(dir) != nil { n += 1 }
+        return n - 2
+    }
+}
+
+final class LineCounter: Sendable {
+    private let count = Mutex(0)
+    func add(_ n: Int) { count.withLock { $0 += n } }
+    var value: Int { count.withLock { $0 } }
+}
