@@ -41,13 +41,11 @@ enum BenchCommand {
             default: return usageError("unknown option \(a) (see scangate bench --help)")
             }
         }
-        let isTTY = isatty(2) != 0
-        options.progress = { message in
-            Logger.writeToStderr(isTTY ? "bench: \(message)\u{1B}[K\u{1B}[1A" : "bench: \(message)")
-        }
+        let progressLine = ProgressLine(interval: 5)
+        options.progress = { message in progressLine.show("bench: \(message)") }
         do {
             let report = try measure(options)
-            if isTTY { Logger.writeToStderr("") }
+            progressLine.finish()
             print(json ? report.json() : report.table())
             return report.allPassed ? 0 : 1
         } catch let e as UsageError {
