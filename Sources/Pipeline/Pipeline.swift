@@ -75,7 +75,10 @@ public final class Pipeline: @unchecked Sendable {
     public var currentStatus: DaemonStatus { status.withLock { $0 } }
 
     /// Asks the pipeline to finish (oneshot). Safe from any thread.
-    public func stop() { stopRequested.store(true, ordering: .relaxed) }
+    public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        source.interrupt()
+    }
     /// Stops at once for SIGTERM/SIGINT: feedback in progress is cut short, outputs go inactive.
     public func stopForSignal() {
         signalled.store(true, ordering: .relaxed)
