@@ -24,7 +24,7 @@ final class SerialPort {
 
     /// Opens `path` non-blocking without making it the controlling terminal, puts it in raw mode with
     /// the configured speed, format and flow control, checks the driver took them, enables RS-485 if
-    /// asked, and discards any output left from before.
+    /// asked, and discards any output still queued from before.
     static func open(path: String, settings: SerialSettings, system: SerialSystemCalls) throws(SystemError) -> SerialPort {
         let fd = try system.open(path, flags: O_RDWR | O_NOCTTY | O_NONBLOCK).get("open", path)
         let line = SerialTermios(baud: settings.baud, format: settings.format, rtscts: settings.rtscts)
@@ -33,14 +33,18 @@ final class SerialPort {
             try system.setAttributes(fd, line.apply(to: current)).get("tcsetattr", path)
             // tcsetattr succeeds when any of the changes was taken: read back what the driver did.
             let readBack = try system.getAttributes(fd).get("tcgetattr", path)
-            if SerialTermios(reading: readBack) != line {
-                let what = "\(settings.baud) baud \(settings.format)" + (settings.rtscts ? " rtscts" : "")
-                throw SystemError("set \(what) on", path, .invalidArgument)
+            let kept = SerialTermios(reading: readBack)
+            if kept != line {
+                let keptText = kept.map { "driver kept \($0)" } ?? "driver kept a non-standard speed"
+                throw SystemError("set \(line) (\(keptText)) on", path, .invalidArgument)
             }
             if settings.rs485 {
                 try system.enableRS485(fd).get("enable RS-485 (TIOCSRS485) on", path)
             }
-            try system.discardOutput(fd).get("tcflush", path)
+            // Output a previous user left queued must not go out now.
+            if case .success(let queued) = system.outputQueueLength(fd), queued > 0 {
+                try system.discardOutput(fd).get("tcflush", path)
+            }
         } catch {
             _ = system.close(fd)
             throw error
@@ -118,10 +122,15 @@ final class SerialPort {
         e.meansDeviceGone || e.rawValue == EPIPE ? .lost(e, written: written) : .failed(e, written: written)
     }
 
+    /// Closes the descriptor. Output the driver still holds (flow control stopped it) is discarded first:
+    /// it must not leave late, and close(2) would otherwise wait for it (up to the driver's closing_wait,
+    /// 30 s by default). Only then: on a pseudo-terminal TCOFLUSH also drops what the peer has not read.
     func close() {
         guard isOpen else { return }
         isOpen = false
-        _ = system.discardOutput(fd)
+        if case .success(let queued) = system.outputQueueLength(fd), queued > 0 {
+            _ = system.discardOutput(fd)
+        }
         _ = system.close(fd)
     }
 

@@ -194,8 +194,14 @@ final class SerialWorker: @unchecked Sendable {
                 logger.debug("serial: seq \(event.seq) sent \(describe(event)) as \(frame.count) bytes: \(Logger.escape(bytes: frame))")
             case .timedOut(let written):
                 pending.removeFirst()
-                let bound = ttlDeadline < writeDeadline ? "its TTL (--serial-ttl-ms \(settings.ttlMs))"
-                    : "--serial-write-timeout-ms \(settings.writeTimeoutMs)"
+                let bound: String
+                if let closing = closingDeadline(), closing < min(writeDeadline, ttlDeadline) {
+                    bound = "the shutdown drain time"
+                } else if ttlDeadline < writeDeadline {
+                    bound = "its TTL (--serial-ttl-ms \(settings.ttlMs))"
+                } else {
+                    bound = "--serial-write-timeout-ms \(settings.writeTimeoutMs)"
+                }
                 logger.warning("serial: seq \(event.seq) \(describe(event)) abandoned: \(path) did not take the frame within \(bound) (\(written) of \(frame.count) bytes written, unsent output discarded)")
             case .lost(let e, _):
                 logger.warning("serial: \(path) lost: \(e); reopening, seq \(event.seq) waits within its TTL")
@@ -213,8 +219,8 @@ final class SerialWorker: @unchecked Sendable {
     /// Why `event` may no longer be sent, or nil.
     private func expiry(of event: ReadEvent, at now: MonotonicInstant) -> String? {
         let age = event.ageMilliseconds(at: now)
-        if age > Double(settings.ttlMs) {
-            return "\(Int(age)) ms old > --serial-ttl-ms \(settings.ttlMs)"
+        if age >= Double(settings.ttlMs) {
+            return "\(Int(age)) ms old (--serial-ttl-ms \(settings.ttlMs))"
         }
         if let closing = closingDeadline(), now >= closing {
             return "shutdown drain time is over"
@@ -229,7 +235,7 @@ final class SerialWorker: @unchecked Sendable {
         do {
             port = try SerialPort.open(path: path, settings: settings, system: system)
         } catch {
-            logger.warning("serial: cannot open \(path): \(error); retrying, codes are not sent meanwhile",
+            logger.warning("serial: \(error); retrying, codes are not sent meanwhile",
                            rateLimitKey: "serial-open:\(path)")
             outage = true
             return false

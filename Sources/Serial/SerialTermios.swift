@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// The termios settings of the line (pure: no system call).
-struct SerialTermios: Equatable {
+struct SerialTermios: Equatable, CustomStringConvertible {
     var baud: SerialBaudRate
     var format: SerialLineFormat
     var rtscts: Bool
@@ -51,6 +51,9 @@ struct SerialTermios: Equatable {
         self.format = format
         self.rtscts = rtscts
     }
+
+    /// "115200 baud 7E1 rtscts".
+    var description: String { "\(baud) baud \(format)" + (rtscts ? " rtscts" : "") }
 
     static func characterSize(_ dataBits: Int) -> tcflag_t {
         switch dataBits {
