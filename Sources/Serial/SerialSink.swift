@@ -203,6 +203,12 @@ final class SerialWorker: @unchecked Sendable {
                     bound = "--serial-write-timeout-ms \(settings.writeTimeoutMs)"
                 }
                 logger.warning("serial: seq \(event.seq) \(describe(event)) abandoned: \(path) did not take the frame within \(bound) (\(written) of \(frame.count) bytes written, unsent output discarded)")
+            case .lost(let e, let written) where written == frame.count:
+                // Handed to the driver whole: it may have gone out. Never send a frame twice.
+                pending.removeFirst()
+                logger.warning("serial: \(path) lost: \(e); seq \(event.seq) \(describe(event)) was written but may not have been transmitted; reopening")
+                dropPort()
+                return
             case .lost(let e, _):
                 logger.warning("serial: \(path) lost: \(e); reopening, seq \(event.seq) waits within its TTL")
                 dropPort()

@@ -149,8 +149,10 @@ final class SerialSinkFaultTests: XCTestCase {
         let sink = makeSink(fake, clock, log) { $0.writeTimeoutMs = 10_000; $0.ttlMs = 1000 }
         defer { sink.close() }
         fake.update { $0.stuck = true }
-        sink.handle(serialEvent(1, "FIRST", emittedAt: clock.now()))
-        sink.handle(serialEvent(2, "SECOND", emittedAt: clock.now()))
+        // Both emitted at the same moment (the fake clock moves while the sink waits).
+        let emitted = clock.now()
+        sink.handle(serialEvent(1, "FIRST", emittedAt: emitted))
+        sink.handle(serialEvent(2, "SECOND", emittedAt: emitted))
         XCTAssertTrue(log.wait(for: "seq 1 (QR-Code 'FIRST') abandoned: /dev/ttyFAKE0 did not take the frame within its TTL (--serial-ttl-ms 1000)"),
                       "\(log.all)")
         XCTAssertTrue(log.wait(for: "seq 2 (QR-Code 'SECOND') dropped: 1000 ms old (--serial-ttl-ms 1000), never sent late"),

@@ -161,7 +161,7 @@ final class SerialSinkTests: XCTestCase {
         unlink(link)
         first.hangUp()
         sink.handle(serialEvent(2, "TWO"))
-        XCTAssertTrue(log.wait(for: "serial: \(link) lost: "), "\(log.all)")
+        XCTAssertTrue(log.wait(for: "serial: \(link) lost: Input/output error (EIO)"), "\(log.all)")
         XCTAssertTrue(log.wait(for: "serial: open \(link): No such file or directory (ENOENT); retrying"), "\(log.all)")
 
         // Plug back in.
