@@ -202,7 +202,9 @@ final class SerialWorker: @unchecked Sendable {
                 } else {
                     bound = "--serial-write-timeout-ms \(settings.writeTimeoutMs)"
                 }
-                logger.warning("serial: seq \(event.seq) \(describe(event)) abandoned: \(path) did not take the frame within \(bound) (\(written) of \(frame.count) bytes written, unsent output discarded)")
+                let wire = Double(frame.count * settings.format.bitsPerCharacter) * 1000 / Double(settings.baud.bitsPerSecond)
+                let hint = wire >= writeDeadline.milliseconds(since: now) ? "; the frame alone takes \(Int(wire)) ms at \(settings.baud) baud" : ""
+                logger.warning("serial: seq \(event.seq) \(describe(event)) abandoned: \(path) did not take the frame within \(bound) (\(written) of \(frame.count) bytes written, unsent output discarded\(hint))")
             case .lost(let e, let written) where written == frame.count:
                 // Handed to the driver whole: it may have gone out. Never send a frame twice.
                 pending.removeFirst()

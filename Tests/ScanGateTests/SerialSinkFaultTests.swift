@@ -23,6 +23,8 @@ final class FakeSerialSystem: SerialSystemCalls {
         var openAlwaysFails: Errno?
         /// Errors for the next writes, in order.
         var writeFailures: [Errno] = []
+        /// Errors for the next TIOCOUTQ calls (the wait for transmission), in order.
+        var outputQueueFailures: [Errno] = []
         /// No room: writes return EAGAIN and polls time out.
         var stuck = false
         var written: [UInt8] = []
@@ -81,13 +83,19 @@ final class FakeSerialSystem: SerialSystemCalls {
 
     func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno> {
         if state.withLock({ $0.stuck }) {
-            clock?.advance(milliseconds: Double(timeoutMilliseconds))
+            // The wait passes on the fake clock, or (without one) in real time like a real poll.
+            if let clock { clock.advance(milliseconds: Double(timeoutMilliseconds)) }
+            else { sleepThread(milliseconds: Double(timeoutMilliseconds)) }
             return .success(0)
         }
         return .success(events)
     }
 
-    func outputQueueLength(_ fd: Int32) -> Result<Int, Errno> { .success(0) }
+    func outputQueueLength(_ fd: Int32) -> Result<Int, Errno> {
+        state.withLock { s in
+            s.outputQueueFailures.isEmpty ? .success(0) : .failure(s.outputQueueFailures.removeFirst())
+        }
+    }
 
     func discardOutput(_ fd: Int32) -> Result<Void, Errno> {
         state.withLock { $0.discards += 1 }
@@ -198,6 +206,22 @@ final class SerialSinkFaultTests: XCTestCase {
         }
     }
 
+    /// Lost after the frame was handed to the driver whole (it may be on the wire): not sent again.
+    func testFrameWrittenWholeBeforeTheLossIsNotSentTwice() {
+        let clock = SerialFakeClock()
+        let fake = FakeSerialSystem(clock: clock)
+        let log = SerialLogCapture()
+        let sink = makeSink(fake, clock, log)
+        defer { sink.close() }
+        fake.update { $0.outputQueueFailures = [.ioError] }
+        sink.handle(serialEvent(1, "ONCE", emittedAt: clock.now()))
+        sink.handle(serialEvent(2, "NEXT", emittedAt: clock.now()))
+        XCTAssertEqual(waitForWritten(fake, Array("ONCE\r\nNEXT\r\n".utf8)), Array("ONCE\r\nNEXT\r\n".utf8))
+        XCTAssertTrue(log.contains("serial: /dev/ttyFAKE0 lost: Input/output error (EIO); seq 1 (QR-Code 'ONCE') was written but may not have been transmitted; reopening"),
+                      "\(log.all)")
+        XCTAssertEqual(fake.state.withLock { $0.opens }, 2)
+    }
+
     /// Codes handled during an outage wait only while within their TTL.
     func testCodesDuringAnOutageExpireAtTheirTTL() {
         let clock = SerialFakeClock()
@@ -213,6 +237,19 @@ final class SerialSinkFaultTests: XCTestCase {
         sink.handle(serialEvent(2, "NEW", emittedAt: clock.now()))
         fake.update { $0.openAlwaysFails = nil }
         XCTAssertEqual(waitForWritten(fake, Array("NEW\r\n".utf8)), Array("NEW\r\n".utf8))
+    }
+
+    /// A frame longer than the line can carry within the write timeout: the log says why.
+    func testAbandonedLongFrameNamesItsWireTime() {
+        let clock = SerialFakeClock()
+        let fake = FakeSerialSystem(clock: clock)
+        let log = SerialLogCapture()
+        let sink = makeSink(fake, clock, log) { $0.writeTimeoutMs = 100; $0.baud = SerialBaudRate(1200)! }
+        defer { sink.close() }
+        fake.update { $0.stuck = true }
+        sink.handle(serialEvent(1, String(repeating: "7", count: 118), emittedAt: clock.now()))
+        XCTAssertTrue(log.wait(for: "(0 of 120 bytes written, unsent output discarded; the frame alone takes 1000 ms at 1200 baud)"),
+                      "\(log.all)")
     }
 
     func testRS485IsEnabledWhenAsked() {

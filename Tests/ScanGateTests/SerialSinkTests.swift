@@ -152,7 +152,9 @@ final class SerialSinkTests: XCTestCase {
         let first = try PseudoTerminal()
         XCTAssertEqual(symlink(first.name, link), 0)
         let log = SerialLogCapture()
-        let sink = SerialSink(settings: settings(link), logger: log.logger)
+        // A long TTL and short backoff: the test's own pace on a busy machine does not matter.
+        let sink = SerialSink(settings: settings(link) { $0.ttlMs = 60_000 }, logger: log.logger,
+                              tuning: SerialSinkTuning(initialBackoffMilliseconds: 20, maximumBackoffMilliseconds: 100))
         defer { sink.close() }
         sink.handle(serialEvent(1, "ONE"))
         XCTAssertEqual(first.read(count: 5), bytes("ONE\r\n"))
