@@ -148,7 +148,7 @@ final class SerialWorker: @unchecked Sendable {
     /// Drains within the closing deadline, then drops what is left and closes the port.
     func finish() {
         guard !finished else { return }
-        if port == nil { _ = openPort() }
+        if port == nil && !pending.isEmpty { _ = openPort() }
         pump()
         for event in pending {
             logger.warning("serial: seq \(event.seq) \(describe(event)) dropped at shutdown: \(path) not available")
