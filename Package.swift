@@ -47,7 +47,8 @@ let package = Package(
         .target(name: "Camera", dependencies: ["Core", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
                 swiftSettings: swiftSettings),
         // Decoder seam and the zbar decoder.
-        .target(name: "Decoding", dependencies: ["Core", "CZbar", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "Decoding", dependencies: ["Core", "Platform", "Images", "CZbar", "CShim"],
+                swiftSettings: swiftSettings),
         // Report-once rules.
         .target(name: "Debounce", dependencies: ["Core"], swiftSettings: swiftSettings),
         // Capture thread, newest-frame handoff, the decode queue, fan-out to sinks.

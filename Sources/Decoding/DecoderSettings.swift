@@ -14,5 +14,16 @@ public struct DecoderSettings: Equatable, Sendable {
     public var idleRescanFrames: Int = 10
     /// Grey-level change of a 16×16 block's mean or edge energy that counts as a change.
     public var changeThreshold: Int = 6
+    /// Report UPC-E as its 13-digit GTIN (0 + the UPC-A it stands for) instead of 8 digits.
+    public var upceAsGTIN13: Bool = false
+    /// QR payloads converted to UTF-8 text (valid UTF-8 kept, else Shift_JIS, else ISO-8859-1).
+    /// Off by default: the daemon keeps payload bytes exactly (binary QR preserved).
+    public var qrTextAsUTF8: Bool = false
+    /// Code 39 full-ASCII pairs ($A, %B, /C, +D) decoded to the characters they stand for, when every
+    /// pair in the payload is a valid one.
+    public var code39FullASCII: Bool = false
+    /// Live stream: when a frame's first pass finds nothing, every Nth such frame also gets one extra
+    /// pass (rotating through the cheap image-decoder passes). 0: never (one zbar pass per frame).
+    public var streamExtraPassEvery: Int = 0
     public init() {}
 }

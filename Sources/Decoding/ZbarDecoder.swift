@@ -5,9 +5,12 @@ import Core
 public final class ZbarDecoder: Decoder {
     public let settings: DecoderSettings
     private let scanner: ZbarScanner
+    /// Present when QR payloads are converted to UTF-8 text (`qrTextAsUTF8`).
+    private let qrText: QRText?
 
     public init(settings: DecoderSettings) throws(UsageError) {
         self.settings = settings
+        qrText = settings.qrTextAsUTF8 ? QRText() : nil
         do {
             scanner = try ZbarScanner()
             try scanner.set(ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
@@ -40,9 +43,10 @@ public final class ZbarDecoder: Decoder {
         luma.withUnsafeBufferPointer { buffer in
             _ = scanner.scan(width: width, height: height, luma: buffer) { type, bytes, bounds in
                 guard let symbology = ZbarDecoder.symbology(type),
-                      let symbol = SymbolNormaliser.normalise(
+                      var symbol = SymbolNormaliser.normalise(
                         DecodedSymbol(symbology: symbology, data: bytes, bounds: bounds), settings: settings)
                 else { return }
+                if symbology == .qr, let qrText { symbol.data = qrText.utf8(symbol.data) }
                 if !found.contains(where: { $0.key == symbol.key }) { found.append(symbol) }
             }
         }
