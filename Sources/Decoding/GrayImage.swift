@@ -57,6 +57,26 @@ enum GrayTransforms {
         return result
     }
 
+    /// Nearest-neighbour upscale by an integer factor (rendered codes of one pixel per module, where
+    /// interpolation would blur every module into its neighbours).
+    static func upscaleNearest(_ image: GrayImage, by factor: Int) -> GrayImage {
+        guard factor > 1, image.width > 0, image.height > 0 else { return image }
+        let w = image.width * factor, h = image.height * factor
+        var out = [UInt8](repeating: 0, count: w * h)
+        image.pixels.withUnsafeBufferPointer { p in
+            for y in 0..<h {
+                let src = (y / factor) * image.width
+                for x in 0..<w { out[y * w + x] = p[src + x / factor] }
+            }
+        }
+        var result = GrayImage(width: w, height: h, pixels: out)
+        result.scale = image.scale / Double(factor)
+        result.offsetX = image.offsetX * factor
+        result.offsetY = image.offsetY * factor
+        result.original = image.original
+        return result
+    }
+
     /// Bilinear upscale by an integer factor (tiny codes: modules of one or two pixels).
     static func upscale(_ image: GrayImage, by factor: Int) -> GrayImage {
         guard factor > 1, image.width > 0, image.height > 0 else { return image }
@@ -153,6 +173,30 @@ enum GrayTransforms {
                 result.pixels[y * w + x] = v * count < sum - bias * count ? 0 : 255
             }
         }
+        return result
+    }
+
+    /// 3x3 unsharp mask (amount 1): blurred module edges steepened.
+    static func sharpen(_ image: GrayImage) -> GrayImage {
+        let w = image.width, h = image.height
+        guard w > 2, h > 2 else { return image }
+        var result = image
+        image.pixels.withUnsafeBufferPointer { p in
+            for y in 1..<(h - 1) {
+                for x in 1..<(w - 1) {
+                    let i = y * w + x
+                    let v = 5 * Int(p[i]) - Int(p[i - 1]) - Int(p[i + 1]) - Int(p[i - w]) - Int(p[i + w])
+                    result.pixels[i] = UInt8(max(0, min(255, v)))
+                }
+            }
+        }
+        return result
+    }
+
+    /// Light for dark (light-on-dark codes for decoders without an inverted mode).
+    static func invert(_ image: GrayImage) -> GrayImage {
+        var result = image
+        for i in 0..<result.pixels.count { result.pixels[i] = 255 &- result.pixels[i] }
         return result
     }
 
