@@ -59,6 +59,7 @@ public func imageDecoderDefaults() -> DecoderSettings {
     settings.upceAsGTIN13 = true
     settings.qrTextAsUTF8 = true
     settings.code39FullASCII = true
+    settings.eanAddOns = true
     settings.idleRescanFrames = 0
     return settings
 }

@@ -23,6 +23,10 @@ public final class ZbarDecoder: Decoder {
             for type in enabled {
                 try scanner.set(type, ZBAR_CFG_ENABLE, 1)
             }
+            if settings.eanAddOns {
+                try scanner.set(ZBAR_EAN2, ZBAR_CFG_ENABLE, 1)
+                try scanner.set(ZBAR_EAN5, ZBAR_CFG_ENABLE, 1)
+            }
             // Keep QR payload bytes exactly as encoded (no charset guessing).
             if settings.symbologies.contains(.qr) { try scanner.set(ZBAR_QRCODE, ZBAR_CFG_BINARY, 1) }
             try scanner.set(ZBAR_NONE, ZBAR_CFG_X_DENSITY, Int32(settings.density))
@@ -40,8 +44,13 @@ public final class ZbarDecoder: Decoder {
     /// Decodes one image (also used by decode-image).
     public func decode(width: Int, height: Int, luma: [UInt8]) -> [DecodedSymbol] {
         var found: [DecodedSymbol] = []
+        var addOns: [(data: [UInt8], bounds: Rect)] = []
         luma.withUnsafeBufferPointer { buffer in
             _ = scanner.scan(width: width, height: height, luma: buffer) { type, bytes, bounds in
+                if type == ZBAR_EAN2 || type == ZBAR_EAN5 {
+                    addOns.append((bytes, bounds))
+                    return
+                }
                 guard let symbology = ZbarDecoder.symbology(type),
                       var symbol = SymbolNormaliser.normalise(
                         DecodedSymbol(symbology: symbology, data: bytes, bounds: bounds), settings: settings)
@@ -50,6 +59,7 @@ public final class ZbarDecoder: Decoder {
                 if !found.contains(where: { $0.key == symbol.key }) { found.append(symbol) }
             }
         }
+        if settings.eanAddOns, !addOns.isEmpty { EANAddOn.attach(addOns, to: &found) }
         return found
     }
 
