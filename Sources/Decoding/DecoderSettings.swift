@@ -25,8 +25,5 @@ public struct DecoderSettings: Equatable, Sendable {
     /// EAN-2/EAN-5 add-ons read and appended to the EAN-13/UPC-A/UPC-E/EAN-8 they follow (a book's price,
     /// a magazine's issue). Off by default: an add-on changes the payload.
     public var eanAddOns: Bool = false
-    /// Live stream: when a frame's first pass finds nothing, every Nth such frame also gets one extra
-    /// pass (rotating through the cheap image-decoder passes). 0: never (one zbar pass per frame).
-    public var streamExtraPassEvery: Int = 0
     public init() {}
 }

@@ -84,18 +84,25 @@ enum GrayTransforms {
         var out = [UInt8](repeating: 0, count: w * h)
         let sw = image.width, sh = image.height
         let f = Double(factor)
+        // Source coordinate and weight (of 256) for each output column and row.
+        func taps(_ n: Int, _ limit: Int) -> [(Int, Int, Int)] {
+            (0..<n).map { i in
+                let s = max(0, (Double(i) + 0.5) / f - 0.5)
+                let i0 = min(Int(s), limit - 1)
+                return (i0, min(i0 + 1, limit - 1), Int(((s - Double(i0)) * 256).rounded()))
+            }
+        }
+        let xs = taps(w, sw), ys = taps(h, sh)
         image.pixels.withUnsafeBufferPointer { p in
-            for y in 0..<h {
-                let sy = max(0, (Double(y) + 0.5) / f - 0.5)
-                let y0 = min(Int(sy), sh - 1), y1 = min(y0 + 1, sh - 1)
-                let fy = sy - Double(y0)
-                for x in 0..<w {
-                    let sx = max(0, (Double(x) + 0.5) / f - 0.5)
-                    let x0 = min(Int(sx), sw - 1), x1 = min(x0 + 1, sw - 1)
-                    let fx = sx - Double(x0)
-                    let top = Double(p[y0 * sw + x0]) * (1 - fx) + Double(p[y0 * sw + x1]) * fx
-                    let bottom = Double(p[y1 * sw + x0]) * (1 - fx) + Double(p[y1 * sw + x1]) * fx
-                    out[y * w + x] = UInt8((top * (1 - fy) + bottom * fy).rounded())
+            out.withUnsafeMutableBufferPointer { o in
+                for y in 0..<h {
+                    let (y0, y1, fy) = ys[y]
+                    for x in 0..<w {
+                        let (x0, x1, fx) = xs[x]
+                        let top = Int(p[y0 * sw + x0]) * (256 - fx) + Int(p[y0 * sw + x1]) * fx
+                        let bottom = Int(p[y1 * sw + x0]) * (256 - fx) + Int(p[y1 * sw + x1]) * fx
+                        o[y * w + x] = UInt8((top * (256 - fy) + bottom * fy + 32768) >> 16)
+                    }
                 }
             }
         }
@@ -153,26 +160,35 @@ enum GrayTransforms {
         // Integral image, (w+1)×(h+1).
         var integral = [Int](repeating: 0, count: (w + 1) * (h + 1))
         image.pixels.withUnsafeBufferPointer { p in
-            for y in 0..<h {
-                var rowSum = 0
-                for x in 0..<w {
-                    rowSum += Int(p[y * w + x])
-                    integral[(y + 1) * (w + 1) + x + 1] = integral[y * (w + 1) + x + 1] + rowSum
+            integral.withUnsafeMutableBufferPointer { ii in
+                for y in 0..<h {
+                    var rowSum = 0
+                    for x in 0..<w {
+                        rowSum += Int(p[y * w + x])
+                        ii[(y + 1) * (w + 1) + x + 1] = ii[y * (w + 1) + x + 1] + rowSum
+                    }
+                }
+            }
+        }
+        var out = [UInt8](repeating: 0, count: w * h)
+        integral.withUnsafeBufferPointer { ii in
+            image.pixels.withUnsafeBufferPointer { p in
+                out.withUnsafeMutableBufferPointer { o in
+                    let stride = w + 1
+                    for y in 0..<h {
+                        let y0 = max(0, y - radius), y1 = min(h, y + radius + 1)
+                        for x in 0..<w {
+                            let x0 = max(0, x - radius), x1 = min(w, x + radius + 1)
+                            let sum = ii[y1 * stride + x1] - ii[y0 * stride + x1] - ii[y1 * stride + x0] + ii[y0 * stride + x0]
+                            let count = (y1 - y0) * (x1 - x0)
+                            o[y * w + x] = Int(p[y * w + x]) * count < sum - bias * count ? 0 : 255
+                        }
+                    }
                 }
             }
         }
         var result = image
-        for y in 0..<h {
-            let y0 = max(0, y - radius), y1 = min(h, y + radius + 1)
-            for x in 0..<w {
-                let x0 = max(0, x - radius), x1 = min(w, x + radius + 1)
-                let sum = integral[y1 * (w + 1) + x1] - integral[y0 * (w + 1) + x1]
-                    - integral[y1 * (w + 1) + x0] + integral[y0 * (w + 1) + x0]
-                let count = (y1 - y0) * (x1 - x0)
-                let v = Int(image.pixels[y * w + x])
-                result.pixels[y * w + x] = v * count < sum - bias * count ? 0 : 255
-            }
-        }
+        result.pixels = out
         return result
     }
 
