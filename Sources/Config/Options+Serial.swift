@@ -47,10 +47,12 @@ extension OptionTable {
                    help: "bytes before each frame; C escapes \(CEscapedText.allowedText)",
                    apply: { s, v in s.serial.prefix = try OptionTable.delimiter(v) },
                    show: { CEscapedText.render($0.serial.prefix) }),
-        OptionSpec("serial-suffix", .serial, .value(placeholder: "TEXT"), default: "\\r\\n (plain), none (stx-etx)",
-                   help: "bytes after each frame; C escapes \(CEscapedText.allowedText)",
-                   apply: { s, v in s.serial.suffix = try OptionTable.delimiter(v) },
-                   show: { CEscapedText.render($0.serial.effectiveSuffix) }),
+        OptionSpec("serial-suffix", .serial, .value(placeholder: "TEXT"), default: "auto",
+                   help: "bytes after each frame; auto: \\r\\n for plain, nothing for stx-etx; C escapes \(CEscapedText.allowedText)",
+                   apply: { s, v in
+                       s.serial.suffix = v.trimmingSpaces == "auto" ? nil : try OptionTable.delimiter(v)
+                   },
+                   show: { $0.serial.suffix.map(CEscapedText.render) ?? "auto" }),
         OptionSpec("serial-checksum", .serial, .value(placeholder: "CHECK"), default: "none",
                    help: "stx-etx check after ETX over the bytes after STX up to and including ETX, as ASCII hex: none, lrc (XOR, 2 digits), crc16 (CRC-16/CCITT-FALSE, 4 digits), crc16-modbus (CRC-16/MODBUS, 4 digits)",
                    apply: { s, v in

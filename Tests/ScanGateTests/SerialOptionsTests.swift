@@ -67,7 +67,10 @@ final class SerialOptionsTests: XCTestCase {
     func testShowRendersEscapes() throws {
         let s = try parse(["--serial-prefix", #"\x02ID"#])
         XCTAssertEqual(OptionTable.find("serial-prefix")?.show(s), #"\x02ID"#)
-        XCTAssertEqual(OptionTable.find("serial-suffix")?.show(s), #"\r\n"#)
+        XCTAssertEqual(OptionTable.find("serial-suffix")?.show(s), "auto", "the framing's own default")
+        XCTAssertEqual(s.serial.effectiveSuffix, [0x0D, 0x0A])
+        let explicit = try parse(["--serial-suffix", #"\r\n"#])
+        XCTAssertEqual(OptionTable.find("serial-suffix")?.show(explicit), #"\r\n"#)
     }
 
     func testBadValuesNameTheFlagAndWhatIsAllowed() {
