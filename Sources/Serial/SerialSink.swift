@@ -87,7 +87,7 @@ struct SerialSinkTuning: Sendable {
     var initialBackoffMilliseconds = 100
     var maximumBackoffMilliseconds = 2000
     /// How long `close()` keeps sending what is pending.
-    var drainMilliseconds = 1000.0
+    var drainMilliseconds = 600.0
     /// Events waiting for the port beyond this count are dropped, oldest first.
     var maximumPending = 64
 }
