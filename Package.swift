@@ -68,8 +68,8 @@ let package = Package(
         // systemd integration: sd_notify, watchdog.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
-        .target(name: "Bench", dependencies: ["Core", "Platform", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs"],
+        .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
+                                              "Outputs", "Serial", "GPIO"],
                 swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",

@@ -91,8 +91,11 @@ enum BenchCommand {
                                  target: "all", pass: first == cases))
 
         let lat = try bench.latency(frames: traffic)
-        report.latency = lat.total
+        report.latency = lat.serial
+        report.latencyGPIO = lat.gpio
         report.latencyExcess = lat.excess
+        report.rows.append(.init(name: "serial frames / GPIO sets / events", measured: "\(lat.serialFrames)/\(lat.gpioSets)/\(lat.events)",
+                                 target: "equal", pass: lat.serialFrames == lat.events && lat.gpioSets == lat.events))
         report.rows.append(.init(name: "latency p99 beyond the frame's decode", measured: "\(fmt(lat.excess.at(99), 3)) ms (p50 \(fmt(lat.excess.at(50), 3)))",
                                  target: "<= 2 ms", pass: lat.excess.count > 0 && lat.excess.at(99) <= 2))
 
