@@ -24,8 +24,10 @@ run: build
 ## Every test: unit and integration tests, then the hardware-in-the-loop suite against real drivers.
 test: test-unit hil
 
-## Unit and integration tests only (no VM), for quick work.
-test-unit: deps
+## Unit and integration tests only (no VM), for quick work. The packaging tests need dpkg-dev,
+## systemd-analyze and udev, so the deb group is installed too.
+test-unit:
+	@scripts/install-deps build deb
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
