@@ -31,6 +31,7 @@ public enum DoctorCommand {
           --test-frame          write one frame with the payload SCANGATE-TEST to the serial port
           --capture-seconds N   how long to capture from the camera (default 2; 0.1 to 60)
           -h, --help            show this help
+        Device logs go to stderr only with --log-level debug; the table goes to stdout.
 
         Exit codes: 0 every check passed; 1 the camera failed; 2 a bad option or config (as run would
         refuse it); 4 another device (GPIO, sound, serial) failed while the camera passed.

@@ -8,6 +8,8 @@ import Config
 import Core
 import GPIO
 import Platform
+import Camera
+import Simulator
 
 /// `scangate doctor`: the table, the fixes and the exit codes, against the simulator, a real
 /// pseudo-terminal, ALSA's null and missing devices, missing device nodes, and the gpiod fake.
@@ -79,6 +81,50 @@ final class DoctorTests: XCTestCase {
             XCTAssertEqual(try row(outcome, check).result, .skip, check)
         }
         XCTAssertTrue(outcome.stdout.contains("fix: device missing"), outcome.stdout)
+    }
+
+    /// The V4L2 path through the scripted device: offers listed, the format negotiated, frames captured
+    /// and the code in them read; the device is closed and unmapped afterwards.
+    func testV4L2CameraThroughTheScriptedDevice() throws {
+        var sim = CaptureSettings()
+        sim.fast = true
+        let camera = try SimulatedCamera(spec: "V4L2-CODE", settings: sim)
+        try camera.open()
+        let luma = try XCTUnwrap(try camera.nextFrame()).luma
+        let fake = FakeV4L2Device(formats: [.init(fourcc: .grey, sizes: [FrameSize(width: 640, height: 480)])])
+        fake.onPoll = { device in device.deliver(luma) }
+        let outcome = try doctor(["--camera", "/dev/video7", "--capture-seconds", "0.3"],
+                                 system: DoctorSystem(v4l2: fake))
+        XCTAssertEqual(outcome.exitCode, 0, outcome.stdout)
+        let device = try row(outcome, "camera device")
+        XCTAssertTrue(device.detail.hasPrefix("/dev/video7: Fake Camera (driver fake): GREY 640x480"), device.detail)
+        XCTAssertEqual(try row(outcome, "camera open").detail, "/dev/video7: streaming GREY 640x480")
+        XCTAssertTrue(try row(outcome, "camera capture").detail.contains("of 640x480"))
+        XCTAssertTrue(try row(outcome, "camera decode").detail.contains("V4L2-CODE (QR-Code"))
+        XCTAssertEqual(fake.openDescriptors, [])
+        XCTAssertEqual(fake.mappedCount, 0)
+    }
+
+    func testV4L2CameraHeldByAnotherProcess() throws {
+        let fake = FakeV4L2Device(formats: [.init(fourcc: .yuyv, sizes: [FrameSize(width: 640, height: 480)])])
+        fake.failures[.requestBuffers] = .busy
+        let outcome = try doctor(["--camera", "/dev/video7"], system: DoctorSystem(v4l2: fake))
+        XCTAssertEqual(outcome.exitCode, 1, outcome.stdout)
+        XCTAssertEqual(try row(outcome, "camera device").result, .pass)
+        let open = try row(outcome, "camera open")
+        XCTAssertEqual(open.result, .fail)
+        XCTAssertTrue(open.detail.contains("EBUSY"), open.detail)
+        XCTAssertTrue(open.fix.hasPrefix("held by another process (fuser -v /dev/video7)"), open.fix)
+    }
+
+    func testV4L2SizeTheCameraDoesNotOfferNamesTheOffers() throws {
+        let fake = FakeV4L2Device(formats: [.init(fourcc: .yuyv, sizes: [FrameSize(width: 320, height: 240)])])
+        let outcome = try doctor(["--camera", "/dev/video7"], system: DoctorSystem(v4l2: fake))
+        XCTAssertEqual(outcome.exitCode, 1, outcome.stdout)
+        let open = try row(outcome, "camera open")
+        XCTAssertEqual(open.result, .fail)
+        XCTAssertTrue(open.detail.contains("320x240"), open.detail)
+        XCTAssertTrue(open.fix.contains("--width"), open.fix)
     }
 
     func testCameraFailureWinsOverOtherFailuresForTheExitCode() throws {
@@ -251,6 +297,18 @@ final class DoctorTests: XCTestCase {
         XCTAssertTrue(chip.fix.contains("--gpio-chip"), chip.fix)
         XCTAssertEqual(try row(outcome, "gpio green").result, .skip)
         XCTAssertEqual(fake.openChipHandles, 0)
+    }
+
+    func testGPIOChipWithoutPermissionSaysWhichGroup() throws {
+        let fake = FakeGpiod(chips: [FakeGpiod.Chip(path: "/dev/gpiochip0", name: "gpiochip0", label: "pinctrl-bcm2711",
+                                                    lineNames: ["GPIO0"], openError: .permissionDenied)])
+        let outcome = try doctor(["--camera", "sim:HELLO", "--capture-seconds", "0.2",
+                                  "--gpio-chip", "gpiochip0", "--led-green", "0"], system: DoctorSystem(gpiod: fake))
+        XCTAssertEqual(outcome.exitCode, 4, outcome.stdout)
+        let chip = try row(outcome, "gpio chip")
+        XCTAssertEqual(chip.result, .fail)
+        XCTAssertTrue(chip.detail.contains("EACCES"), chip.detail)
+        XCTAssertTrue(chip.fix.hasPrefix("add user scangate to group gpio"), chip.fix)
     }
 
     func testNoGPIOChipOnThisMachineThroughRealLibgpiod() throws {
