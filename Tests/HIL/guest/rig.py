@@ -3,8 +3,12 @@ and one small helper per device (vivid, gpio-sim, the ALSA loopback, the UART, t
 
 Every wait has a deadline; nothing synchronises on a fixed sleep.
 """
+import fcntl
 import json
+import mmap
 import os
+import select
+import struct
 import signal
 import subprocess
 import threading
@@ -220,51 +224,101 @@ class Vivid:
         wait_until(attempt, timeout, "rmmod vivid (a process still holds the device open?)", interval=0.2)
 
 
+def _iowr(nr, size, write=True, read=True):
+    """The Linux _IOC request number for V4L2 ioctl `nr` ('V') with an argument of `size` bytes."""
+    return ((write << 30) | (read << 31)) | (size << 16) | (ord("V") << 8) | nr
+
+
+# struct v4l2_requestbuffers (20 bytes) and struct v4l2_buffer (88 bytes on x86_64), single-planar mmap.
+REQBUFS_FORMAT = "=IIIIB3x"
+BUFFER_FORMAT = "=IIIII4x16x16xII8sIII4x"  # index type bytesused flags field, timestamp, timecode, sequence memory m length ...
+VIDIOC_REQBUFS = _iowr(8, struct.calcsize(REQBUFS_FORMAT))
+VIDIOC_QUERYBUF = _iowr(9, struct.calcsize(BUFFER_FORMAT))
+VIDIOC_QBUF = _iowr(15, struct.calcsize(BUFFER_FORMAT))
+VIDIOC_DQBUF = _iowr(17, struct.calcsize(BUFFER_FORMAT))
+VIDIOC_STREAMON = _iowr(18, 4, read=False)
+VIDIOC_STREAMOFF = _iowr(19, 4, read=False)
+BUF_TYPE_VIDEO_OUTPUT, MEMORY_MMAP = 2, 1
+
+
 class OutputStream:
-    """Streams frames into vivid's output with v4l2-ctl (mmap streaming, paced by the driver at
-    59.94 fps) fed through a FIFO by a thread that takes frames from `frames`, an iterator of bytes."""
+    """Streams frames into vivid's output node (mmap streaming, paced by the driver at 59.94 fps) from a
+    thread that takes the next frame from `frames`, an iterator of bytes, for every buffer the driver
+    returns. A buffer is only rewritten when its frame changes, so holding a picture costs no copying."""
+
+    BUFFERS = 4
 
     def __init__(self, rig, frames, name="out"):
-        self.fifo = f"/tmp/vivid-{name}.fifo"
-        if os.path.exists(self.fifo):
-            os.unlink(self.fifo)
-        os.mkfifo(self.fifo)
-        self.frames = frames
-        self.written = 0
+        self.frames = iter(frames)
+        self.written = 0        # frames queued so far
         self.error = None
         self._stop = threading.Event()
-        self.process = rig.spawn(["v4l2-ctl", "-d", Vivid.output, "--stream-out-mmap=3", f"--stream-from={self.fifo}"],
-                                 stdout=subprocess.DEVNULL, stderr=open(rig.log_path(f"{name}.v4l2-ctl"), "w"))
+        self.fd = os.open(Vivid.output, os.O_RDWR | os.O_NONBLOCK)
+        self.maps, self.holding = [], []
+        try:
+            self._ioctl(VIDIOC_REQBUFS, struct.pack(REQBUFS_FORMAT, self.BUFFERS, BUF_TYPE_VIDEO_OUTPUT, MEMORY_MMAP, 0, 0))
+            for i in range(self.BUFFERS):
+                b = struct.unpack(BUFFER_FORMAT, self._ioctl(VIDIOC_QUERYBUF, self._buffer(i)))
+                offset, length = struct.unpack("=I4x", b[7])[0], b[8]
+                self.maps.append(mmap.mmap(self.fd, length, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
+                                           offset=offset))
+                self.holding.append(None)
+                self._queue(i)
+            self._ioctl(VIDIOC_STREAMON, struct.pack("=I", BUF_TYPE_VIDEO_OUTPUT))
+        except BaseException:
+            self._close()
+            raise
         self._thread = threading.Thread(target=self._feed, daemon=True)
         self._thread.start()
 
+    def _ioctl(self, request, arg):
+        buf = bytearray(arg)
+        fcntl.ioctl(self.fd, request, buf, True)
+        return bytes(buf)
+
+    def _buffer(self, index, bytesused=0):
+        return struct.pack(BUFFER_FORMAT, index, BUF_TYPE_VIDEO_OUTPUT, bytesused, 0, 1, 0, MEMORY_MMAP,
+                           b"\0" * 8, 0, 0, 0)
+
+    def _queue(self, index):
+        frame = next(self.frames)
+        if frame is not self.holding[index]:
+            self.maps[index][:len(frame)] = frame
+            self.holding[index] = frame
+        self._ioctl(VIDIOC_QBUF, self._buffer(index, len(frame)))
+        self.written += 1
+
     def _feed(self):
         try:
-            with open(self.fifo, "wb") as f:
-                for frame in self.frames:
-                    if self._stop.is_set():
-                        break
-                    f.write(frame)
-                    f.flush()
-                    self.written += 1
-        except (BrokenPipeError, OSError) as e:
+            while not self._stop.is_set():
+                _, ready, _ = select.select([], [self.fd], [], 0.5)
+                if not ready:
+                    continue
+                done = struct.unpack(BUFFER_FORMAT, self._ioctl(VIDIOC_DQBUF, self._buffer(0)))
+                self._queue(done[0])
+        except (OSError, StopIteration) as e:
             if not self._stop.is_set():
                 self.error = e
 
     def wait_streaming(self, timeout=20):
-        """Returns once v4l2-ctl has taken more frames than it has buffers: the output is streaming."""
-        wait_until(lambda: self.written > 4 or self.process.poll() is not None, timeout, "vivid's output to stream")
-        require(self.process.poll() is None, f"v4l2-ctl --stream-out-mmap exited {self.process.returncode}")
+        """Returns once the driver has taken back a few buffers: the output is streaming."""
+        wait_until(lambda: self.written > self.BUFFERS + 2 or self.error, timeout, "vivid's output to stream")
+        require(self.error is None, f"streaming into {Vivid.output} failed: {self.error}")
 
     def stop(self):
         self._stop.set()
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
         self._thread.join(timeout=5)
+        self._close()
+
+    def _close(self):
+        try:
+            fcntl.ioctl(self.fd, VIDIOC_STREAMOFF, struct.pack("=I", BUF_TYPE_VIDEO_OUTPUT))
+        except OSError:
+            pass
+        for m in self.maps:
+            m.close()
+        self.maps = []
+        os.close(self.fd)
 
 
 def capture_frames(count, path, timeout=30):
@@ -397,12 +451,18 @@ class Recorder:
         if self.process.poll() is not None:
             raise CheckFailed(f"arecord failed: {self.process.stderr.read().decode().strip()}")
 
+    def finish(self, timeout=10):
+        """Stops recording (SIGINT: arecord completes the WAV header) and returns the tones it heard."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        return self.wait(timeout)
+
     def wait(self, timeout):
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise CheckFailed(f"arecord did not finish within {timeout} s")
-        if self.process.returncode != 0:
+        if self.process.returncode not in (0, 1, -signal.SIGINT):
             raise CheckFailed(f"arecord exited {self.process.returncode}: {self.process.stderr.read().decode().strip()}")
         return tones(self.path)
 

@@ -208,11 +208,11 @@ def gpio_line_busy(rig):
 # Sound on the ALSA loopback
 
 def beep_tones(rig, pattern):
-    recorder = Recorder(rig, "/tmp/beep.wav", 8)
+    recorder = Recorder(rig, "/tmp/beep.wav", 30)
     daemon = run_to_end(rig, ["--camera", f"sim:{one_code(rig.check_name)}", "--beep", pattern,
                               "--beep-device", "plughw:Loopback,0,0"])
     require(daemon.payloads() == ["HIL-GPIO"], f"expected one read, got {daemon.payloads()}")
-    return recorder.wait(timeout=20)
+    return recorder.finish()
 
 
 @check("sound-beep-frequency-duration")
