@@ -1,6 +1,7 @@
 """Phase 2: the scangate binary, run exactly as users run it (`scangate run FLAGS...`, `list-cameras`,
 `make-code`), against the real drivers. Codes come from the simulator's scenarios (docs/scenario-format.md)
 for the GPIO, sound and serial checks, and from frames streamed into vivid for the camera checks."""
+import base64
 import os
 import subprocess
 import threading
@@ -300,8 +301,35 @@ def serial_stx_etx_crc16(rig):
     return stx_etx(rig, "crc16", crc16_ccitt_false)
 
 
-# Payloads in scenario syntax (C escapes): framing bytes, line ends, an escape sequence, invalid UTF-8.
-HOSTILE = [r"A\r\nB", r"\x02FAKE\x03", r"X\x03" + "7F" + r"\x02Y", r"\xff\xfe\xfd", r"\x1b[31mRED", r"\\x02"]
+# Payloads in scenario syntax (C escapes): framing bytes, line ends, an escape sequence, invalid UTF-8;
+# then text that only looks like framing (printable, so it is sent as it is), then a plain code.
+HOSTILE = [r"A\r\nB", r"\x02FAKE\x03", r"X\x0337\x02Y", r"\xff\xfe\xfd", r"\x1b[31mRED"]
+LOOKALIKE = r"\\x02FAKE\\x03\\r\\n"
+SAFE = "HIL-SAFE"
+
+
+def unescape(payload):
+    r"""The bytes a scenario payload stands for (the escapes used above: \\, \r, \n, \xHH)."""
+    out, i = bytearray(), 0
+    while i < len(payload):
+        c = payload[i]
+        if c != "\\":
+            out += c.encode()
+            i += 1
+            continue
+        n = payload[i + 1]
+        if n == "x":
+            out.append(int(payload[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out += {"\\": b"\\", "r": b"\r", "n": b"\n"}[n]
+            i += 2
+    return bytes(out)
+
+
+def event_bytes(event):
+    """A JSON event's payload bytes: `data` when it is text, else `data_base64`."""
+    return event["data"].encode() if "data" in event else base64.b64decode(event["data_base64"])
 
 
 def frames_stx_etx_lrc(data):
@@ -322,25 +350,28 @@ def frames_stx_etx_lrc(data):
 @check("serial-hostile-payloads-escaped")
 def serial_hostile_escaped(rig):
     mark = rig.uart.mark()
-    codes = HOSTILE + ["HIL-SAFE"]
+    codes = HOSTILE + [LOOKALIKE, SAFE]
     daemon, _ = serial_run(rig, codes, ["--serial-framing", "stx-etx", "--serial-checksum", "lrc",
                                         "--serial-unsafe", "escape"])
-    require(len(daemon.stdout) == len(codes), f"stdout has {len(daemon.stdout)} events for {len(codes)} codes")
-    got = rig.uart.wait_for(mark, lambda b: b.endswith(b"HIL-SAFE" + ETX + lrc(b"HIL-SAFE" + ETX)), 5,
-                            "the last frame on the UART")
+    got_events = [event_bytes(e) for e in daemon.events()]  # every stdout line must parse as JSON
+    want_events = [unescape(c) for c in codes]
+    require(got_events == want_events, f"stdout events {got_events}, expected {want_events}")
+    last = SAFE.encode() + ETX + lrc(SAFE.encode() + ETX)
+    got = rig.uart.wait_for(mark, lambda b: b.endswith(last), 5, "the last frame on the UART")
     bodies = frames_stx_etx_lrc(got)
     require(len(bodies) == len(codes), f"{len(codes)} codes gave {len(bodies)} frames: {bodies}")
-    return f"{len(codes)} codes (CR/LF, STX/ETX, ESC, invalid UTF-8 inside) → exactly {len(codes)} well-formed frames"
+    return (f"{len(codes)} codes (CR/LF, STX/ETX, ESC, invalid UTF-8 inside) → {len(codes)} JSON lines with the exact "
+            f"bytes and {len(codes)} well-formed STX/ETX+LRC frames, e.g. {bodies[1]!r}")
 
 
 @check("serial-hostile-payloads-rejected")
 def serial_hostile_rejected(rig):
     mark = rig.uart.mark()
-    codes = HOSTILE + ["HIL-SAFE"]
-    daemon, _ = serial_run(rig, codes, [])  # defaults: plain framing, CR LF suffix, unsafe payloads rejected
-    got = rig.uart.wait_for(mark, lambda b: b.endswith(b"HIL-SAFE\r\n"), 5, "the safe code's frame")
-    require(got == b"HIL-SAFE\r\n", f"expected only the safe code's frame, the UART carried {got!r}")
-    return f"{len(HOSTILE)} hostile codes not sent (default policy reject), the safe one sent alone"
+    daemon, _ = serial_run(rig, HOSTILE + [LOOKALIKE, SAFE], [])  # defaults: plain, CR LF, unsafe rejected
+    want = unescape(LOOKALIKE) + b"\r\n" + SAFE.encode() + b"\r\n"
+    got = rig.uart.wait_for(mark, lambda b: b.endswith(SAFE.encode() + b"\r\n"), 5, "the safe code's frame")
+    require(got == want, f"expected only the printable codes' frames {want!r}, the UART carried {got!r}")
+    return f"{len(HOSTILE)} hostile codes not sent (default policy reject); the printable ones sent: {got!r}"
 
 
 @check("serial-ttl-expired-not-sent")
