@@ -363,13 +363,21 @@ class GpioSim:
         with open(f"{self.sysfs}/sim_gpio{offset}/pull", "w") as f:
             f.write(pull)
 
+    def lines(self):
+        """{offset: (name or None, consumer or None)} as gpioinfo shows them."""
+        out = {}
+        for line in run("gpioinfo", GPIO_LABEL).splitlines():
+            parts = line.split()   # line 17: "GPIO17" "gpioset" output active-high [used]
+            if len(parts) >= 4 and parts[0] == "line" and parts[1].endswith(":"):
+                name, consumer = (None if p == "unnamed" or p == "unused" else p.strip('"') for p in parts[2:4])
+                out[int(parts[1][:-1])] = (name, consumer)
+        return out
+
     def consumer(self, offset):
         """The consumer name gpioinfo shows for a line, or None when unused."""
-        for line in run("gpioinfo", GPIO_LABEL).splitlines():
-            parts = line.split()
-            if len(parts) >= 4 and parts[0] == "line" and parts[1] == f"{offset}:":
-                return None if parts[3] == "unused" else parts[3].strip('"')
-        raise CheckFailed(f"gpioinfo {GPIO_LABEL}: no line {offset}")
+        lines = self.lines()
+        require(offset in lines, f"gpioinfo {GPIO_LABEL}: no line {offset}")
+        return lines[offset][1]
 
 
 class GpioTrace:
@@ -467,7 +475,7 @@ class Recorder:
         return tones(self.path)
 
 
-def tones(path, threshold=0.1):
+def tones(path, threshold=0.02):
     """The tones in a mono S16 WAV: [(start s, duration s, frequency Hz, peak 0..1)], split at silences
     of 5 ms or more. Frequency from the zero crossings inside each tone."""
     import struct
