@@ -476,8 +476,9 @@ class Recorder:
 
 
 def tones(path, threshold=0.02):
-    """The tones in a mono S16 WAV: [(start s, duration s, frequency Hz, peak 0..1)], split at silences
-    of 5 ms or more. Frequency from the zero crossings inside each tone."""
+    """The tones in a mono S16 WAV: [(start s, duration s, frequency Hz, peak 0..1)]: runs of samples
+    above `threshold` (of full scale; the loopback carries digital silence between tones) split at
+    silences of 5 ms or more. Frequency from the zero crossings inside each tone."""
     import struct
     import wave
     with wave.open(path) as w:
@@ -505,9 +506,7 @@ def tones(path, threshold=0.02):
         hz = 0.0
         if len(crossings) >= 2:
             hz = (len(crossings) - 1) / 2 / ((crossings[-1] - crossings[0]) / rate)
-        # The threshold cuts off up to a quarter period at each end: add it back.
-        duration = (b - a + 1) / rate + (1 / (2 * hz) * 0.2 if hz else 0)
-        out.append((a / rate, duration, hz, max(abs(s) for s in part) / 32768))
+        out.append((a / rate, (b - a + 1) / rate, hz, max(abs(s) for s in part) / 32768))
     return out
 
 
