@@ -75,11 +75,16 @@ class Rig:
         self.uart = Uart("/dev/ttyS1", os.path.join(run_dir, "uart.out"))
         self.check_name = "rig"
         self._processes = []
+        self._cleanups = []
 
     def spawn(self, argv, **kwargs):
         p = subprocess.Popen(argv, **kwargs)
         self._processes.append(p)
         return p
+
+    def on_cleanup(self, fn):
+        """`fn()` runs when the check ends, however it ends (after its processes are killed)."""
+        self._cleanups.append(fn)
 
     def stop_all(self):
         for p in self._processes:
@@ -90,6 +95,12 @@ class Rig:
                 except subprocess.TimeoutExpired:
                     pass
         self._processes.clear()
+        for fn in reversed(self._cleanups):
+            try:
+                fn()
+            except Exception as e:
+                print(f"INFO cleanup after {self.check_name} failed: {e}", flush=True)
+        self._cleanups.clear()
 
     def log_path(self, suffix):
         return os.path.join(self.log_dir, f"{self.check_name}.{suffix}")
@@ -211,6 +222,13 @@ class Vivid:
         wait_until(lambda: os.path.exists(cls.capture) and os.path.exists(cls.output), 10, "vivid's device nodes")
 
     @classmethod
+    def ensure_loaded(cls):
+        """After a check that unloads vivid: loaded and bound again, whatever state it was left in."""
+        if not os.path.exists(cls.capture):
+            subprocess.run(["rmmod", "vivid"], capture_output=True)
+            cls.load()
+
+    @classmethod
     def unbind(cls):
         """The device goes away under its users (as a USB camera being unplugged does)."""
         with open("/sys/bus/platform/drivers/vivid/unbind", "w") as f:
@@ -270,6 +288,7 @@ class OutputStream:
             raise
         self._thread = threading.Thread(target=self._feed, daemon=True)
         self._thread.start()
+        rig.on_cleanup(self.stop)
 
     def _ioctl(self, request, arg):
         buf = bytearray(arg)
@@ -306,6 +325,8 @@ class OutputStream:
         require(self.error is None, f"streaming into {Vivid.output} failed: {self.error}")
 
     def stop(self):
+        if self.fd is None:
+            return
         self._stop.set()
         self._thread.join(timeout=5)
         self._close()
@@ -319,6 +340,7 @@ class OutputStream:
             m.close()
         self.maps = []
         os.close(self.fd)
+        self.fd = None
 
 
 def capture_frames(count, path, timeout=30):

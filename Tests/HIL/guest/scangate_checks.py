@@ -476,6 +476,7 @@ def camera_lost_and_back(rig):
     link = "/tmp/hil-camera"
     if os.path.lexists(link):
         os.unlink(link)
+    rig.on_cleanup(Vivid.ensure_loaded)
     Vivid.configure("GREY")
     os.symlink(Vivid.capture, link)
     before, after = code_frame(rig, "HIL-BEFORE", "GREY"), code_frame(rig, "HIL-AFTER", "GREY")
@@ -486,14 +487,21 @@ def camera_lost_and_back(rig):
 
     stream = OutputStream(rig, repeat(before), name="before")
     stream.wait_streaming()
-    daemon = Daemon(rig, ["--camera", link, "--pixel-format", "GREY"])
+    trace = GpioTrace(GpioSim())
+    daemon = Daemon(rig, ["--camera", link, "--pixel-format", "GREY", "--gpio-chip", GPIO_LABEL,
+                          "--status-led", "GPIO23", "--camera-lost-blink-ms", "125"])
     daemon.wait_for_payload("HIL-BEFORE", 60)
     stream.stop()
     os.unlink(link)
     Vivid.unbind()
     daemon.wait_for_stderr("camera lost", 15)
+    lost = time.monotonic()
     Vivid.unload(timeout=15)
     require(daemon.alive(), f"scangate exited after the camera went away: {daemon.last_stderr()}")
+    # The status LED blinks fast while the camera is lost (the trace's clock is CLOCK_MONOTONIC too).
+    def fast_blinks():
+        return [p for p in pulses(trace.levels(STATUS), 1) if p[0] >= lost - 0.5 and within(p[1], 0.125)]
+    wait_until(lambda: len(fast_blinks()) >= 3, 10, "the status LED (GPIO23) to blink fast, 125 ms on")
     Vivid.load()
     Vivid.configure("GREY")
     stream = OutputStream(rig, repeat(after), name="after")
@@ -506,4 +514,5 @@ def camera_lost_and_back(rig):
     stream.stop()
     require(took <= 5.0, f"scangate read again {took:.1f} s after the camera came back (limit 5 s)")
     require(status == 0, f"scangate exited {status} on SIGTERM")
-    return f"logged 'camera lost', kept running, read again {took:.1f} s after vivid came back"
+    return (f"logged 'camera lost', status LED blinked fast ({len(fast_blinks())} blinks), kept running, "
+            f"read again {took:.1f} s after vivid came back")
