@@ -516,3 +516,49 @@ def camera_lost_and_back(rig):
     require(status == 0, f"scangate exited {status} on SIGTERM")
     return (f"logged 'camera lost', status LED blinked fast ({len(fast_blinks())} blinks), kept running, "
             f"read again {took:.1f} s after vivid came back")
+
+
+# ---------------------------------------------------------------------------------------------------
+# scangate doctor against every real driver at once
+
+@check("doctor-every-real-device")
+def doctor_every_real_device(rig):
+    """`scangate doctor` as an installer runs it: vivid showing a code, gpio-sim lines blinked, a test beep
+    on the ALSA loopback and a test frame on the UART; then once more with a camera that is not there."""
+    Vivid.configure("GREY")
+    frame = code_frame(rig, "HIL-DOCTOR", "GREY")
+
+    def repeat():
+        while True:
+            yield frame
+
+    stream = OutputStream(rig, repeat(), name="doctor")
+    stream.wait_streaming()
+    sim = GpioSim()
+    trace = GpioTrace(sim)
+    mark = rig.uart.mark()
+    recorder = Recorder(rig, "/tmp/doctor-beep.wav", 30)
+    out = run(rig.scangate, "doctor", "--camera", Vivid.capture, "--pixel-format", "GREY",
+              "--gpio-chip", GPIO_LABEL, "--led-green", "GPIO17", "--buzzer", "GPIO22", "--blink",
+              "--beep", "1000:150", "--beep-device", "plughw:Loopback,0,0", "--test-beep",
+              "--serial", rig.uart.device, "--test-frame", timeout=90)
+    heard = recorder.finish()
+    stream.stop()
+    require("FAIL" not in out, f"doctor reported a failure:\n{out}")
+    require(len(heard) == 1 and abs(heard[0][2] - 1000) <= 20, f"--test-beep: heard {heard}, want one 1000 Hz tone")
+    require("HIL-DOCTOR" in out, f"doctor did not decode the code in view:\n{out}")
+    got = rig.uart.wait_for(mark, lambda b: b.endswith(b"\r\n"), 5, "the test frame on the UART")
+    require(got == b"SCANGATE-TEST\r\n", f"the UART carried {got!r}, expected b'SCANGATE-TEST\\r\\n'")
+    green = pulses(trace.levels(GREEN), 1)
+    buzz = pulses(trace.levels(BUZZER), 1)
+    require(len(green) == 1 and len(buzz) == 1, f"--blink: green pulses {green}, buzzer pulses {buzz} (want one each)")
+    last = final_levels(trace, (GREEN, BUZZER))
+    require(all(v == 0 for v in last.values()), f"lines left at {last} after doctor (want 0)")
+    # The camera missing: exit 1 with a fix.
+    missing = subprocess.run([rig.scangate, "doctor", "--camera", "/dev/video99"], capture_output=True, text=True,
+                             timeout=60)
+    require(missing.returncode == 1, f"doctor with a missing camera exited {missing.returncode}, want 1")
+    require("fix:" in missing.stdout, f"no fix given for the missing camera:\n{missing.stdout}")
+    return (f"all PASS on vivid/gpio-sim/snd-aloop/ttyS1; HIL-DOCTOR decoded; green blink {ms(green[0][1])}; "
+            f"test beep {heard[0][2]:.0f} Hz {ms(heard[0][1])}; "
+            f"UART got {got!r}; missing camera → exit 1 with a fix")
