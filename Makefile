@@ -44,6 +44,7 @@ deb: release
 fuzz: deps
 	Tests/Fuzz/run
 
+## 1,000,000 replayed frames; CI runs `scangate soak --frames 100000` inside make test.
 soak: release
 	$(BIN_RELEASE) soak
 

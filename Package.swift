@@ -34,6 +34,8 @@ let package = Package(
         systemLibrary("CPNG", pkgConfig: "libpng", apt: "libpng-dev"),
         // What Swift cannot import: function-like macros, variadic calls, C-only globals.
         .target(name: "CShim", dependencies: ["CV4L2", "CALSA", "CZbar"]),
+        // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the second decoder of decode-image.
+        .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
 
         // Typed wrappers over syscalls: Errno, file descriptors, EINTR retry, signals.
         .target(name: "Platform", dependencies: ["CShim"], swiftSettings: swiftSettings),
@@ -47,7 +49,8 @@ let package = Package(
         .target(name: "Camera", dependencies: ["Core", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
                 swiftSettings: swiftSettings),
         // Decoder seam and the zbar decoder.
-        .target(name: "Decoding", dependencies: ["Core", "CZbar", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "Decoding", dependencies: ["Core", "Platform", "Images", "CZbar", "CShim", "CZXingShim"],
+                swiftSettings: swiftSettings),
         // Report-once rules.
         .target(name: "Debounce", dependencies: ["Core"], swiftSettings: swiftSettings),
         // Capture thread, newest-frame handoff, the decode queue, fan-out to sinks.
@@ -65,8 +68,8 @@ let package = Package(
         // systemd integration: sd_notify, watchdog.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
-        .target(name: "Bench", dependencies: ["Core", "Platform", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs"],
+        .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
+                                              "Outputs", "Serial", "GPIO"],
                 swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
@@ -80,7 +83,8 @@ let package = Package(
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
                                    "Service", "App", "Bench", "CShim"],
                     swiftSettings: swiftSettings),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )
 
 // libFuzzer targets (Tests/Fuzz): one executable, built only when SCANGATE_FUZZ=1 (by Tests/Fuzz/run,

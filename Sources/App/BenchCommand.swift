@@ -9,7 +9,7 @@ import Glibc
 /// `scangate bench`: the performance targets as ratios measured in one run.
 enum BenchCommand {
     static let help = """
-        Usage: scangate bench [--json] [--memory-frames N] [--rounds N]
+        Usage: scangate bench [--json] [--memory-frames N] [--rounds N] [--corpus DIR]
 
         Measures, on generated 640x480 frames, each figure next to its target:
           throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
@@ -18,6 +18,8 @@ enum BenchCommand {
           latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
           memory       RSS after N frames (default 100000) and its growth           target <= 25 MB, no growth
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
+          accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
+                       exists): QR >= 100/104, 1D >= 205/259, misreads <= zbarimg's 6
         A progress line goes to stderr; --json prints the same figures as one JSON object.
         Exit 0 when every target is met, 1 otherwise, 2 on a bad flag.
         """
@@ -25,6 +27,7 @@ enum BenchCommand {
     static func run(_ arguments: [String]) -> Int32 {
         var options = Benchmarks.Options()
         var json = false
+        var corpus: String? = nil
         var i = 0
         while i < arguments.count {
             let a = arguments[i]
@@ -32,6 +35,10 @@ enum BenchCommand {
             switch a {
             case "-h", "--help": print(help); return 0
             case "--json": json = true
+            case "--corpus":
+                guard i < arguments.count else { return usageError("--corpus needs a DIR (the corpus with samples/)") }
+                corpus = arguments[i]
+                i += 1
             case "--memory-frames", "--rounds":
                 guard i < arguments.count, let n = Int(arguments[i]), n >= 1, n <= 10_000_000 else {
                     return usageError("\(a) needs a whole number from 1 to 10000000")
@@ -41,13 +48,11 @@ enum BenchCommand {
             default: return usageError("unknown option \(a) (see scangate bench --help)")
             }
         }
-        let isTTY = isatty(2) != 0
-        options.progress = { message in
-            Logger.writeToStderr(isTTY ? "bench: \(message)\u{1B}[K\u{1B}[1A" : "bench: \(message)")
-        }
+        let progressLine = ProgressLine(interval: 5)
+        options.progress = { message in progressLine.show("bench: \(message)") }
         do {
-            let report = try measure(options)
-            if isTTY { Logger.writeToStderr("") }
+            let report = try measure(options, corpus: corpus ?? defaultCorpus())
+            progressLine.finish()
             print(json ? report.json() : report.table())
             return report.allPassed ? 0 : 1
         } catch let e as UsageError {
@@ -57,7 +62,14 @@ enum BenchCommand {
         }
     }
 
-    static func measure(_ options: Benchmarks.Options) throws -> BenchReport {
+    /// ../shared/corpus from the working directory, when it is there.
+    static func defaultCorpus() -> String? {
+        var info = stat()
+        let path = "../shared/corpus/samples"
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR ? "../shared/corpus" : nil
+    }
+
+    static func measure(_ options: Benchmarks.Options, corpus: String?) throws -> BenchReport {
         let bench = Benchmarks(options: options)
         var report = BenchReport()
         let traffic = try BenchFrames.render(BenchFrames.traffic, name: "traffic")
@@ -79,8 +91,11 @@ enum BenchCommand {
                                  target: "all", pass: first == cases))
 
         let lat = try bench.latency(frames: traffic)
-        report.latency = lat.total
+        report.latency = lat.serial
+        report.latencyGPIO = lat.gpio
         report.latencyExcess = lat.excess
+        report.rows.append(.init(name: "serial frames / GPIO sets / events", measured: "\(lat.serialFrames)/\(lat.gpioSets)/\(lat.events)",
+                                 target: "equal", pass: lat.serialFrames == lat.events && lat.gpioSets == lat.events))
         report.rows.append(.init(name: "latency p99 beyond the frame's decode", measured: "\(fmt(lat.excess.at(99), 3)) ms (p50 \(fmt(lat.excess.at(50), 3)))",
                                  target: "<= 2 ms", pass: lat.excess.count > 0 && lat.excess.at(99) <= 2))
 
@@ -100,6 +115,22 @@ enum BenchCommand {
         let startup = try startupMilliseconds(rounds: options.rounds)
         report.rows.append(.init(name: "start-up to first decoded code", measured: "\(fmt(startup, 1)) ms",
                                  target: "<= 300 ms", pass: startup <= 300))
+        if let corpus {
+            options.progress("accuracy on \(corpus)")
+            let acc = measureAccuracy(corpus: corpus + "/samples")
+            if let qr = acc.group("QR") {
+                report.rows.append(.init(name: "real photos, QR read (decode-image)", measured: "\(qr.strict)/\(qr.cases), \(fmt(qr.msPerImage, 1)) ms/image",
+                                         target: ">= 100/104", pass: qr.strict >= 100))
+            }
+            if let oneD = acc.group("1D") {
+                report.rows.append(.init(name: "real photos, 1D read (decode-image)", measured: "\(oneD.strict)/\(oneD.cases), \(fmt(oneD.msPerImage, 1)) ms/image",
+                                         target: ">= 205/259", pass: oneD.strict >= 205))
+            }
+            let misreads = acc.groups.filter { $0.name == "QR" || $0.name == "1D" }.map(\.misreads).reduce(0, +)
+            report.rows.append(.init(name: "real photos, misreads", measured: "\(misreads)", target: "<= 6 (zbarimg)", pass: misreads <= 6))
+        } else {
+            report.rows.append(.init(name: "real photos (accuracy)", measured: "no corpus: --corpus DIR", target: "-", pass: nil))
+        }
         report.figures = [("frames dropped (latency run, live 30 fps)", Double(lat.dropped)),
                           ("memory run seconds", mem.seconds),
                           ("bare zbar ms/frame (traffic)", 1000 / t.bareFPS),

@@ -9,21 +9,27 @@ import Platform
 /// are still decoded).
 enum DecodeImageCommand {
     static let help = """
-        Usage: scangate decode-image [--symbologies LIST] [--test-inverted] [--verbose] FILE...
+        Usage: scangate decode-image [--symbologies LIST] [--no-test-inverted] [--native-upc] [--raw-qr]
+                                     [--verbose] FILE...
+               scangate decode-image --corpus DIR [--verbose]
 
         Decodes the codes in PNG, JPEG or PGM images and prints each payload on its own line, as raw bytes.
+        When one zbar pass finds nothing, further passes look at rescaled, contrast-stretched, thresholded
+        and rotated copies (docs/accuracy.md).
           --symbologies LIST   codes to look for (default: all of \(Symbology.cliNames))
           --no-test-inverted   do not also look for light-on-dark codes
-          --verbose            prefix each line with FILE: and the symbology
+          --native-upc         UPC-A as 12 digits and UPC-E as 8 (default: the 13-digit GTIN form)
+          --raw-qr             QR payload bytes exactly as encoded (default: text converted to UTF-8 from
+                               Shift_JIS or ISO-8859-1 when it is not UTF-8 already)
+          --verbose            prefix each line with FILE:, the symbology and the pass that read it
+          --corpus DIR         score the real-photo corpus in DIR (eval.py's rules) and print the table
         Exit: 0 something was found, 1 nothing was, 2 a file could not be read or a flag is wrong.
         """
 
     static func run(_ arguments: [String]) -> Int32 {
-        var settings = DecoderSettings()
-        settings.symbologies = Set(Symbology.allCases)
-        settings.testInverted = true
-        settings.idleRescanFrames = 0
+        var settings = imageDecoderDefaults()
         var verbose = false
+        var corpus: String?
         var files: [String] = []
         var i = 0
         while i < arguments.count {
@@ -34,6 +40,14 @@ enum DecodeImageCommand {
                 print(help)
                 return 0
             case "--verbose": verbose = true
+            case "--native-upc":
+                settings.upcaAsEAN13 = false
+                settings.upceAsGTIN13 = false
+            case "--raw-qr": settings.qrTextAsUTF8 = false
+            case "--corpus":
+                guard i < arguments.count else { return usageError("--corpus needs a DIR (the corpus with samples/)") }
+                corpus = arguments[i]
+                i += 1
             case "--test-inverted": settings.testInverted = true
             case "--no-test-inverted": settings.testInverted = false
             case "--symbologies":
@@ -52,6 +66,13 @@ enum DecodeImageCommand {
                 if arg.hasPrefix("--") { return usageError("unknown option \(arg) (see scangate decode-image --help)") }
                 files.append(arg)
             }
+        }
+        if let corpus {
+            let report = measureAccuracy(corpus: corpus, settings: settings)
+            guard !report.groups.isEmpty else { return usageError("--corpus \(corpus): no corpus samples there") }
+            print(report)
+            if verbose { for line in report.failures { print(line) } }
+            return ExitCode.success.rawValue
         }
         guard !files.isEmpty else { return usageError("decode-image needs at least one FILE (PNG, JPEG or PGM)") }
         let decoder: ImageDecoder
@@ -74,7 +95,8 @@ enum DecodeImageCommand {
             }
             for symbol in decoder.decode(width: image.width, height: image.height, luma: image.pixels) {
                 found = true
-                var line: [UInt8] = verbose ? Array("\(path): \(symbol.symbology.zbarName): ".utf8) : []
+                var line: [UInt8] = verbose
+                    ? Array("\(path): \(symbol.symbology.zbarName) [\(decoder.lastPass ?? "")]: ".utf8) : []
                 line += symbol.data
                 line.append(0x0A)
                 _ = out.writeAll(line)

@@ -16,6 +16,7 @@ public enum ScanGateCommand {
         ("check-config", "validate a config file and print the effective configuration", CheckConfigCommand.run),
         ("list-cameras", "list V4L2 cameras with their formats, sizes, rates and controls", ListCamerasCommand.run),
         ("bench", "measure throughput, idle cost, latency, memory and start-up against the targets", BenchCommand.run),
+        ("soak", "replay a million frames through run and check events, memory and descriptors", SoakCommand.run),
     ]
 
     public static func main(arguments: [String]) -> Int32 {

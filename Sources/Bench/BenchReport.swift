@@ -16,7 +16,10 @@ public struct BenchReport: Sendable {
     public var rows: [Row] = []
     /// Per-stage mean milliseconds (from the throughput run of the whole daemon).
     public var stages: [(String, Double)] = []
+    /// Frame dequeue → serial frame arrived at the far end.
     public var latency: Percentiles?
+    /// Frame dequeue → green LED line set.
+    public var latencyGPIO: Percentiles?
     public var latencyExcess: Percentiles?
     public var figures: [(String, Double)] = []
 
@@ -39,8 +42,11 @@ public struct BenchReport: Sendable {
         }
         if let l = latency, let e = latencyExcess, l.count > 0 {
             out.append("")
-            out.append("latency, frame dequeue -> sinks done (\(l.count) events): p50 \(fmt(l.at(50), 2)) ms, p99 \(fmt(l.at(99), 2)) ms")
-            out.append("  beyond that frame's decode time: p50 \(fmt(e.at(50), 3)) ms, p99 \(fmt(e.at(99), 3)) ms")
+            out.append("latency, frame dequeue -> serial frame at the far end of the line (\(l.count) events): p50 \(fmt(l.at(50), 2)) ms, p99 \(fmt(l.at(99), 2)) ms")
+            if let g = latencyGPIO, g.count > 0 {
+                out.append("latency, frame dequeue -> green LED line set (\(g.count) events): p50 \(fmt(g.at(50), 2)) ms, p99 \(fmt(g.at(99), 2)) ms")
+            }
+            out.append("  beyond that frame's decode time (the later of the two): p50 \(fmt(e.at(50), 3)) ms, p99 \(fmt(e.at(99), 3)) ms")
             out.append(histogram(l))
         }
         if !figures.isEmpty {
@@ -78,7 +84,9 @@ public struct BenchReport: Sendable {
         }.joined(separator: ",") + "]")
         parts.append("\"stages_ms\":{" + stages.map { "\(str($0.0)):\(num($0.1))" }.joined(separator: ",") + "}")
         if let l = latency, let e = latencyExcess {
-            parts.append("\"latency_ms\":{\"count\":\(l.count),\"p50\":\(num(l.at(50))),\"p99\":\(num(l.at(99))),"
+            let g = latencyGPIO ?? Percentiles([])
+            parts.append("\"latency_ms\":{\"count\":\(l.count),\"serial_p50\":\(num(l.at(50))),\"serial_p99\":\(num(l.at(99))),"
+                         + "\"gpio_p50\":\(num(g.at(50))),\"gpio_p99\":\(num(g.at(99))),"
                          + "\"excess_p50\":\(num(e.at(50))),\"excess_p99\":\(num(e.at(99)))}")
         }
         parts.append("\"figures\":{" + figures.map { "\(str($0.0)):\(num($0.1))" }.joined(separator: ",") + "}")

@@ -4,7 +4,9 @@ import Decoding
 import Dispatch
 import Outputs
 import Pipeline
+import GPIO
 import Platform
+import Serial
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -138,16 +140,22 @@ public struct Benchmarks {
     // MARK: latency
 
     public struct Latency: Sendable {
-        public var total: Percentiles
+        /// Frame dequeue → bytes of the frame arrived at the far end of the serial line (a real pty).
+        public var serial: Percentiles
+        /// Frame dequeue → the green LED line set (gpiod_line_set_value through the GPIO seam).
+        public var gpio: Percentiles
+        /// max(serial, GPIO) beyond that frame's own decode time.
         public var excess: Percentiles
-        public var staleDecodes: Int
+        public var events: Int
+        public var serialFrames: Int
+        public var gpioSets: Int
         public var dropped: UInt64
     }
 
     /// A live source at 30 fps with codes coming and going (hold-off 0, so every frame with a code is an
-    /// event): latency from frame dequeue until every sink's handle() returned, and that latency beyond
-    /// the frame's own decode time. `extraSinks` are the device sinks under test (serial, GPIO).
-    public func latency(frames: [Frame], extraSinks: [EventSink] = []) throws -> Latency {
+    /// event; LED and buzz pulses of 5 ms so each event sets the line again), with the real serial sink
+    /// writing to a pseudo-terminal and the real GPIO feedback driving an in-memory chip.
+    public func latency(frames: [Frame]) throws -> Latency {
         options.progress("latency")
         let decodeTimes = DecodeTimes()
         let probe = LatencyProbe(decodeTimes: decodeTimes)
@@ -157,14 +165,43 @@ public struct Benchmarks {
         defer { _ = null.close() }
         var out = OutputSettings()
         out.format = .json
-        let sinks: [EventSink] = [StdoutSink(settings: out, logger: quiet, fd: null)] + extraSinks + [probe]
+        let peer = try TimedSerialPeer()
+        defer { peer.close() }
+        var serialSettings = SerialSettings()
+        serialSettings.path = peer.name
+        serialSettings.baud = .default9600
+        guard let serial = try SerialSink.make(settings: serialSettings, logger: quiet) else {
+            throw UsageError("bench: no serial sink")
+        }
+        let gpiod = TimedGpiod()
+        var gpioSettings = GPIOSettings()
+        gpioSettings.chip = "bench-chip"
+        gpioSettings.lines = [.green: .name("GPIO1"), .buzzer: .name("GPIO2")]
+        gpioSettings.goodLedMs = 5
+        gpioSettings.goodBuzzMs = 5
+        guard let gpio = GPIOFeedback.make(settings: gpioSettings, logger: quiet, calls: gpiod, clock: SystemFeedbackClock()) else {
+            throw UsageError("bench: no GPIO feedback")
+        }
+        let sinks: [EventSink] = [StdoutSink(settings: out, logger: quiet, fd: null), serial, gpio, probe]
         let pipeline = Pipeline(source: MemoryFrameSource(frames: frames, live: true, paceMs: 1000.0 / 30),
                                 decoder: try ZbarDecoder(settings: ungated), debouncer: Debouncer(settings: debounce),
                                 sinks: sinks, logger: quiet,
                                 onFrameDecoded: { f, ms in decodeTimes.record(f.sequence, ms) })
         _ = pipeline.run()
-        let (total, excess) = probe.samples
-        return Latency(total: Percentiles(total), excess: Percentiles(excess), staleDecodes: 0, dropped: pipeline.droppedFrames)
+        let events = probe.events
+        let arrivals = peer.frameArrivals
+        let greenOn = gpiod.recorded.filter { $0.offset == 1 && $0.value == 1 }.map(\.at)
+        var serialMs: [Double] = [], gpioMs: [Double] = [], excess: [Double] = []
+        for (i, e) in events.enumerated() {
+            let s = i < arrivals.count ? arrivals[i].milliseconds(since: e.dequeuedAt) : nil
+            let g = i < greenOn.count ? greenOn[i].milliseconds(since: e.dequeuedAt) : nil
+            if let s { serialMs.append(s) }
+            if let g { gpioMs.append(g) }
+            if let s, let g { excess.append(max(s, g) - e.decodeMs) }
+        }
+        return Latency(serial: Percentiles(serialMs), gpio: Percentiles(gpioMs), excess: Percentiles(excess),
+                       events: events.count, serialFrames: arrivals.count, gpioSets: greenOn.count,
+                       dropped: pipeline.droppedFrames)
     }
 
     // MARK: memory
@@ -214,19 +251,19 @@ final class CollectingSink: EventSink, @unchecked Sendable {
     var frames: [UInt64] { lock.withLock { $0 } }
 }
 
-/// The last sink: when its handle() runs, every earlier sink has returned from handle().
+/// Records each event's dequeue time and its frame's decode time, in order.
 final class LatencyProbe: EventSink, @unchecked Sendable {
+    struct Event { var dequeuedAt: MonotonicInstant; var decodeMs: Double }
     let name = "latency-probe"
     private let decodeTimes: DecodeTimes
-    private let lock = Mutex<([Double], [Double])>(([], []))
+    private let lock = Mutex<[Event]>([])
     init(decodeTimes: DecodeTimes) { self.decodeTimes = decodeTimes }
     func handle(_ event: ReadEvent) {
-        let total = MonotonicInstant.now().milliseconds(since: event.dequeuedAt)
         let decode = decodeTimes.take(event.frame) ?? 0
-        lock.withLock { $0.0.append(total); $0.1.append(total - decode) }
+        lock.withLock { $0.append(Event(dequeuedAt: event.dequeuedAt, decodeMs: decode)) }
     }
     func close() {}
-    var samples: ([Double], [Double]) { lock.withLock { $0 } }
+    var events: [Event] { lock.withLock { $0 } }
 }
 
 /// Decode time of each frame, written on the decode queue and read by the probe.

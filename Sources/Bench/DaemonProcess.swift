@@ -17,6 +17,8 @@ public struct DaemonProcess {
     public struct Result: Sendable {
         public var samples: [Sample]
         public var eventLines: Int
+        /// The stdout lines, when asked for.
+        public var lines: [String]
         public var exitStatus: Int32
         public var seconds: Double
     }
@@ -31,7 +33,7 @@ public struct DaemonProcess {
 
     /// Spawns `executable arguments`, samples it every `intervalMs`, and waits for it to exit.
     public static func run(_ executable: String, _ arguments: [String], intervalMs: Double = 250,
-                           progress: (Double) -> Void = { _ in }) throws -> Result {
+                           keepLines: Bool = false, progress: (Double) -> Void = { _ in }) throws -> Result {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SystemError("pipe", "daemon stdout", .current) }
         var actions = posix_spawn_file_actions_t()
@@ -56,11 +58,19 @@ public struct DaemonProcess {
         let counter = LineCounter()
         let thread = try PosixThread(name: "bench-stdout") {
             var buffer = [UInt8](repeating: 0, count: 65536)
+            var partial: [UInt8] = []
             while true {
                 let n = read(reader, &buffer, buffer.count)
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
-                counter.add(buffer[0..<n].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) })
+                for b in buffer[0..<n] {
+                    if b == 0x0A {
+                        counter.add(line: keepLines ? String(decoding: partial, as: UTF8.self) : nil)
+                        partial.removeAll(keepingCapacity: true)
+                    } else if keepLines {
+                        partial.append(b)
+                    }
+                }
             }
         }
         var samples: [Sample] = []
@@ -79,7 +89,7 @@ public struct DaemonProcess {
         thread.join()
         close(reader)
         let exit: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return Result(samples: samples, eventLines: counter.value, exitStatus: exit,
+        return Result(samples: samples, eventLines: counter.value, lines: counter.lines, exitStatus: exit,
                       seconds: MonotonicInstant.now().milliseconds(since: start) / 1000)
     }
 
@@ -108,7 +118,13 @@ public struct DaemonProcess {
 }
 
 final class LineCounter: Sendable {
-    private let count = Mutex(0)
-    func add(_ n: Int) { count.withLock { $0 += n } }
-    var value: Int { count.withLock { $0 } }
+    private let state = Mutex<(Int, [String])>((0, []))
+    func add(line: String?) {
+        state.withLock { s in
+            s.0 += 1
+            if let line { s.1.append(line) }
+        }
+    }
+    var value: Int { state.withLock { $0.0 } }
+    var lines: [String] { state.withLock { $0.1 } }
 }

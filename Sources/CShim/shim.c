@@ -35,6 +35,7 @@ int shim_openpty(int *controller, int *device, char *name, size_t name_len) {
 unsigned long shim_tiocgrs485(void) { return TIOCGRS485; }
 unsigned long shim_tiocsrs485(void) { return TIOCSRS485; }
 unsigned long shim_tiocmget(void) { return TIOCMGET; }
+unsigned long shim_tiocoutq(void) { return TIOCOUTQ; }
 int shim_ioctl_int(int fd, unsigned long request, int *value) { return ioctl(fd, request, value); }
 
 int shim_enable_rs485(int fd, int rts_on_send) {

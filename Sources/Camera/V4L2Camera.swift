@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CV4L2
 import Core
+import Synchronization
 import Platform
 
 /// A V4L2 capture device (USB UVC camera, libcamerify'd CSI camera, vivid), after pikvm/ustreamer:
@@ -119,6 +120,12 @@ public final class V4L2Camera: FrameSource {
 
     // MARK: frames
 
+    /// Longest single poll: bounds how long a shutdown request waits.
+    static let pollSliceMs: Double = 200
+    private let interrupted = Atomic<Bool>(false)
+
+    public func interrupt() { interrupted.store(true, ordering: .relaxed) }
+
     public func nextFrame() throws -> Frame? {
         guard let session else { throw CaptureError.deviceLost(device: device, reason: "not open") }
         let timeout = settings.frameTimeoutMs
@@ -126,12 +133,18 @@ public final class V4L2Camera: FrameSource {
         while true {
             let remaining = deadline.milliseconds(since: .now())
             guard remaining > 0 else { throw timeoutError(session) }
+            if interrupted.load(ordering: .relaxed) { return nil }
+            // Poll in short slices so a shutdown request is noticed within one slice.
+            let slice = min(remaining.rounded(.up), V4L2Camera.pollSliceMs)
             let revents: Int16
-            switch session.device.poll(timeoutMilliseconds: Int32(min(remaining.rounded(.up), Double(Int32.max)))) {
+            switch session.device.poll(timeoutMilliseconds: Int32(slice)) {
             case .success(let r): revents = r
             case .failure(let e): throw CaptureError.deviceLost(device: device, reason: V4L2Camera.reason(e))
             }
-            if revents == 0 { throw timeoutError(session) }
+            if revents == 0 {
+                if remaining > slice { continue }
+                throw timeoutError(session)
+            }
             if revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                 throw CaptureError.deviceLost(device: device, reason: "poll reported an error (revents 0x\(String(revents, radix: 16)))")
             }

@@ -17,10 +17,13 @@ public protocol FrameSource: AnyObject {
     /// Throws `CaptureError` for a lost device or a timeout.
     func nextFrame() throws -> Frame?
     func close()
+    /// Asks a blocked `nextFrame()` to return nil soon (shutdown). Called from another thread.
+    func interrupt()
 }
 
 extension FrameSource {
     public var isReconnectable: Bool { false }
+    public func interrupt() {}
 }
 
 /// Why a source could not deliver a frame.

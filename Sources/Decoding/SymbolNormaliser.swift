@@ -26,6 +26,9 @@ public enum SymbolNormaliser {
         case .upce:
             guard s.data.count == 8, let expanded = expandUPCE(s.data), gtinCheckDigitValid([UInt8(ascii: "0")] + expanded)
             else { return nil }
+            if settings.upceAsGTIN13 { s.data = [UInt8(ascii: "0")] + expanded }
+        case .code39:
+            if settings.code39FullASCII, let full = code39FullASCII(s.data) { s.data = full }
         default:
             break
         }
@@ -40,6 +43,48 @@ public enum SymbolNormaliser {
         var sum = 0
         for (i, d) in body.reversed().enumerated() { sum += i % 2 == 0 ? d * 3 : d }
         return (10 - sum % 10) % 10 == values.last
+    }
+
+    /// Code 39 full ASCII: `$A`…`$Z` control characters, `%A`…`%Z` punctuation, `/A`…`/Z` symbols,
+    /// `+A`…`+Z` lower case. nil when the payload has an invalid pair (then it is plain Code 39).
+    public static func code39FullASCII(_ data: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(data.count)
+        var i = 0
+        while i < data.count {
+            let c = data[i]
+            guard c == UInt8(ascii: "$") || c == UInt8(ascii: "%") || c == UInt8(ascii: "/") || c == UInt8(ascii: "+")
+            else { out.append(c); i += 1; continue }
+            guard i + 1 < data.count else { return nil }
+            let n = data[i + 1]
+            let letter = Int(n) - Int(UInt8(ascii: "A"))
+            switch c {
+            case UInt8(ascii: "$"):
+                guard (0..<26).contains(letter) else { return nil }
+                out.append(UInt8(1 + letter))
+            case UInt8(ascii: "+"):
+                guard (0..<26).contains(letter) else { return nil }
+                out.append(UInt8(ascii: "a") + UInt8(letter))
+            case UInt8(ascii: "/"):
+                if (0..<15).contains(letter) {
+                    out.append(UInt8(ascii: "!") + UInt8(letter))          // /A…/O: ! " # $ % & ' ( ) * + , - . /
+                } else if n == UInt8(ascii: "Z") {
+                    out.append(UInt8(ascii: ":"))
+                } else {
+                    return nil
+                }
+            default:  // %
+                let table: [UInt8] = [0x1B, 0x1C, 0x1D, 0x1E, 0x1F,                 // %A…%E
+                                      0x3B, 0x3C, 0x3D, 0x3E, 0x3F,                 // %F…%J  ; < = > ?
+                                      0x5B, 0x5C, 0x5D, 0x5E, 0x5F,                 // %K…%O  [ \ ] ^ _
+                                      0x7B, 0x7C, 0x7D, 0x7E, 0x7F,                 // %P…%T  { | } ~ DEL
+                                      0x00, 0x40, 0x60, 0x7F, 0x7F, 0x7F]           // %U NUL %V @ %W ` %X-%Z DEL
+                guard (0..<26).contains(letter) else { return nil }
+                out.append(table[letter])
+            }
+            i += 2
+        }
+        return out
     }
 
     /// UPC-E (8 digits: number system, 6 digits, check) to the 12-digit UPC-A it stands for.

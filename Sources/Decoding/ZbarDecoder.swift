@@ -5,9 +5,12 @@ import Core
 public final class ZbarDecoder: Decoder {
     public let settings: DecoderSettings
     private let scanner: ZbarScanner
+    /// Present when QR payloads are converted to UTF-8 text (`qrTextAsUTF8`).
+    private let qrText: QRText?
 
     public init(settings: DecoderSettings) throws(UsageError) {
         self.settings = settings
+        qrText = settings.qrTextAsUTF8 ? QRText() : nil
         do {
             scanner = try ZbarScanner()
             try scanner.set(ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
@@ -19,6 +22,10 @@ public final class ZbarDecoder: Decoder {
             }
             for type in enabled {
                 try scanner.set(type, ZBAR_CFG_ENABLE, 1)
+            }
+            if settings.eanAddOns {
+                try scanner.set(ZBAR_EAN2, ZBAR_CFG_ENABLE, 1)
+                try scanner.set(ZBAR_EAN5, ZBAR_CFG_ENABLE, 1)
             }
             // Keep QR payload bytes exactly as encoded (no charset guessing).
             if settings.symbologies.contains(.qr) { try scanner.set(ZBAR_QRCODE, ZBAR_CFG_BINARY, 1) }
@@ -37,15 +44,22 @@ public final class ZbarDecoder: Decoder {
     /// Decodes one image (also used by decode-image).
     public func decode(width: Int, height: Int, luma: [UInt8]) -> [DecodedSymbol] {
         var found: [DecodedSymbol] = []
+        var addOns: [(data: [UInt8], bounds: Rect)] = []
         luma.withUnsafeBufferPointer { buffer in
             _ = scanner.scan(width: width, height: height, luma: buffer) { type, bytes, bounds in
+                if type == ZBAR_EAN2 || type == ZBAR_EAN5 {
+                    addOns.append((bytes, bounds))
+                    return
+                }
                 guard let symbology = ZbarDecoder.symbology(type),
-                      let symbol = SymbolNormaliser.normalise(
+                      var symbol = SymbolNormaliser.normalise(
                         DecodedSymbol(symbology: symbology, data: bytes, bounds: bounds), settings: settings)
                 else { return }
+                if symbology == .qr, let qrText { symbol.data = qrText.utf8(symbol.data) }
                 if !found.contains(where: { $0.key == symbol.key }) { found.append(symbol) }
             }
         }
+        if settings.eanAddOns, !addOns.isEmpty { EANAddOn.attach(addOns, to: &found) }
         return found
     }
 

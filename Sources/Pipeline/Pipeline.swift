@@ -75,7 +75,10 @@ public final class Pipeline: @unchecked Sendable {
     public var currentStatus: DaemonStatus { status.withLock { $0 } }
 
     /// Asks the pipeline to finish (oneshot). Safe from any thread.
-    public func stop() { stopRequested.store(true, ordering: .relaxed) }
+    public func stop() {
+        stopRequested.store(true, ordering: .relaxed)
+        source.interrupt()
+    }
     /// Stops at once for SIGTERM/SIGINT: feedback in progress is cut short, outputs go inactive.
     public func stopForSignal() {
         signalled.store(true, ordering: .relaxed)
@@ -119,7 +122,9 @@ public final class Pipeline: @unchecked Sendable {
             for sink in sinks { sink.finishPending(timeoutMilliseconds: 1500) }
         }
         setStatus(.stopping)
-        for sink in sinks { sink.close() }
+        // Closed side by side: shutdown takes as long as the slowest sink's bound, not their sum.
+        let sinks = self.sinks
+        DispatchQueue.concurrentPerform(iterations: sinks.count) { sinks[$0].close() }
         return result.withLock { $0 }
     }
 

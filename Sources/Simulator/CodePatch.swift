@@ -6,7 +6,7 @@ struct CodePatch {
     let image: LumaImage
 
     init(_ code: Scenario.Code, background: UInt8) throws(SymbolError) {
-        let bitmap = try SymbolEncoder.encode(code.symbology, payload: code.payload, ecc: code.ecc)
+        let bitmap = try SymbolEncoder.encode(code.symbology, payload: code.payload, ecc: code.ecc, segmented: code.segmented)
         let quiet = code.quietZone ?? SymbolEncoder.defaultQuietZone(for: code.symbology)
         let halfRange = 110 * code.contrast
         var dark = UInt8((128 - halfRange).rounded()), light = UInt8((128 + halfRange).rounded())

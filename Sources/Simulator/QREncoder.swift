@@ -21,11 +21,22 @@ public enum QREncoder {
         public init?(name: String) { self.init(rawValue: name.uppercased()) }
     }
 
-    public static func encode(_ payload: [UInt8], ecc: ErrorCorrection = .M) throws(SymbolError) -> ModuleBitmap {
+    /// - Parameter segmented: encode with libqrencode's mode optimisation (numeric, alphanumeric and
+    ///   Kanji segments, the payload read as Shift_JIS) instead of one 8-bit segment: long digit strings
+    ///   and Kanji text as phones print them. The payload must not contain NUL.
+    public static func encode(_ payload: [UInt8], ecc: ErrorCorrection = .M,
+                              segmented: Bool = false) throws(SymbolError) -> ModuleBitmap {
         guard !payload.isEmpty else { throw SymbolError("QR payload is empty") }
+        if segmented && payload.contains(0) { throw SymbolError("a segmented QR payload cannot contain NUL (\\x00)") }
         errno = 0
-        let code = payload.withUnsafeBufferPointer { buffer in
-            QRcode_encodeData(Int32(buffer.count), buffer.baseAddress, 0, ecc.level)
+        let code: UnsafeMutablePointer<QRcode>?
+        if segmented {
+            let cString = payload.map { CChar(bitPattern: $0) } + [0]
+            code = cString.withUnsafeBufferPointer { QRcode_encodeString($0.baseAddress, 0, ecc.level, QR_MODE_KANJI, 1) }
+        } else {
+            code = payload.withUnsafeBufferPointer { buffer in
+                QRcode_encodeData(Int32(buffer.count), buffer.baseAddress, 0, ecc.level)
+            }
         }
         guard let code else {
             let e = Errno.current

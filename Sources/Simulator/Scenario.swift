@@ -50,6 +50,8 @@ public struct Scenario: Equatable, Sendable {
         public var contrast: Double = 1
         /// Light modules on a dark box (a phone in dark mode).
         public var inverted = false
+        /// QR only: numeric/alphanumeric/Kanji segments instead of one 8-bit segment.
+        public var segmented = false
         /// The scenario file's line, for messages.
         public var line: Int = 0
 
@@ -65,7 +67,7 @@ public struct Scenario: Equatable, Sendable {
                 && a.position?.x == b.position?.x && a.position?.y == b.position?.y && a.moduleSize == b.moduleSize
                 && a.ecc == b.ecc && a.barHeight == b.barHeight && a.quietZone == b.quietZone
                 && a.rotation == b.rotation && a.noise == b.noise && a.blur == b.blur && a.contrast == b.contrast
-                && a.inverted == b.inverted && a.line == b.line
+                && a.inverted == b.inverted && a.segmented == b.segmented && a.line == b.line
         }
     }
 

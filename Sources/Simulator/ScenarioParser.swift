@@ -9,7 +9,7 @@ public enum ScenarioParser {
     }
 
     static let keywords = "size, fps, frames, loop, background, noise, blur, contrast, seed, code"
-    static let codeOptions = "frames, at, module, ecc, height, quiet, rotate, noise, blur, contrast, invert"
+    static let codeOptions = "frames, at, module, ecc, height, quiet, rotate, noise, blur, contrast, invert, segments"
 
     public static func parse(text: String, name: String, defaults: Defaults) throws(UsageError) -> Scenario {
         var scenario = Scenario(width: defaults.width, height: defaults.height, fps: defaults.fps, frameCount: 0)
@@ -156,6 +156,9 @@ public enum ScenarioParser {
             case "blur": code.blur = try args.int("blur", in: 0...20)
             case "contrast": code.contrast = try args.double("contrast", in: 0.05...1)
             case "invert": code.inverted = true
+            case "segments":
+                guard symbology == .qr else { throw UsageError("\(at): segments is for qr codes only") }
+                code.segmented = true
             default:
                 throw UsageError("\(at): unknown code option '\(option.text)' (allowed: \(codeOptions))")
             }

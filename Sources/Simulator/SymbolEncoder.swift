@@ -6,9 +6,9 @@ public enum SymbolEncoder {
     public static var supportedNames: String { supported.map(\.rawValue).joined(separator: ", ") }
 
     public static func encode(_ symbology: Symbology, payload: [UInt8],
-                              ecc: QREncoder.ErrorCorrection = .M) throws(SymbolError) -> ModuleBitmap {
+                              ecc: QREncoder.ErrorCorrection = .M, segmented: Bool = false) throws(SymbolError) -> ModuleBitmap {
         switch symbology {
-        case .qr: return try QREncoder.encode(payload, ecc: ecc)
+        case .qr: return try QREncoder.encode(payload, ecc: ecc, segmented: segmented)
         case .ean13: return try EANEncoder.ean13(payload)
         case .ean8: return try EANEncoder.ean8(payload)
         case .upca: return try EANEncoder.upcA(payload)

@@ -167,8 +167,8 @@ final class CommandLineTests: XCTestCase {
         try TestFiles.write(bytes: bytes, to: dir + "/payload.bin")
         let png = dir + "/bin.png"
         XCTAssertEqual(try ScangateProcess.run(["make-code", "--data-file", dir + "/payload.bin", "--out", png]).status, 0)
-        let raw = try ScangateProcess.run(["decode-image", png])
-        XCTAssertEqual(raw.stdout, bytes + [0x0A], "decode-image prints the raw bytes")
+        let raw = try ScangateProcess.run(["decode-image", "--raw-qr", png])
+        XCTAssertEqual(raw.stdout, bytes + [0x0A], "decode-image --raw-qr prints the exact bytes")
         // Through the daemon: a scenario showing that binary payload.
         let scenario = dir + "/bin.scenario"
         try TestFiles.write("fps 10\nframes 10\ncode qr \"\\x00\\xff\\xfe\\x80\\r\\nA\" frames 0-9 module 4\n", to: scenario)

@@ -26,6 +26,8 @@ unsigned long shim_tiocsrs485(void);
 int shim_enable_rs485(int fd, int rts_on_send);
 int shim_ioctl_int(int fd, unsigned long request, int *value);
 unsigned long shim_tiocmget(void);
+/// TIOCOUTQ: bytes in a tty's output queue, not yet transmitted.
+unsigned long shim_tiocoutq(void);
 
 // ---- V4L2 ----
 unsigned long shim_vidioc_querycap(void);

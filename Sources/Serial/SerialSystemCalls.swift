@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CShim
+import Platform
+
+/// The serial system calls, gathered so unit tests can fake them (after apple/swift-system).
+/// Every call returns the errno on failure; EINTR is retried inside the real implementation.
+public protocol SerialSystemCalls: Sendable {
+    func open(_ path: String, flags: Int32) -> Result<Int32, Errno>
+    func getAttributes(_ fd: Int32) -> Result<termios, Errno>
+    /// tcsetattr(TCSANOW).
+    func setAttributes(_ fd: Int32, _ attributes: termios) -> Result<Void, Errno>
+    /// TIOCSRS485 with SER_RS485_ENABLED | SER_RS485_RTS_ON_SEND.
+    func enableRS485(_ fd: Int32) -> Result<Void, Errno>
+    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, Errno>
+    /// Returns the revents (0 on timeout).
+    func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno>
+    /// TIOCOUTQ: bytes written but not yet transmitted.
+    func outputQueueLength(_ fd: Int32) -> Result<Int, Errno>
+    /// tcflush(TCOFLUSH): discards bytes written but not yet transmitted.
+    func discardOutput(_ fd: Int32) -> Result<Void, Errno>
+    func close(_ fd: Int32) -> Result<Void, Errno>
+}
+
+/// The real calls, over Glibc.
+public struct GlibcSerialSystemCalls: SerialSystemCalls {
+    public init() {}
+
+    public func open(_ path: String, flags: Int32) -> Result<Int32, Errno> {
+        FileDescriptor.open(path, flags).map(\.rawValue)
+    }
+
+    public func getAttributes(_ fd: Int32) -> Result<termios, Errno> {
+        var attributes = termios()
+        return retryOnInterrupt { tcgetattr(fd, &attributes) }.map { _ in attributes }
+    }
+
+    public func setAttributes(_ fd: Int32, _ attributes: termios) -> Result<Void, Errno> {
+        var copy = attributes
+        return retryOnInterrupt { tcsetattr(fd, TCSANOW, &copy) }.map { _ in () }
+    }
+
+    public func enableRS485(_ fd: Int32) -> Result<Void, Errno> {
+        retryOnInterrupt { shim_enable_rs485(fd, 1) }.map { _ in () }
+    }
+
+    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, Errno> {
+        FileDescriptor(rawValue: fd).write(bytes)
+    }
+
+    public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno> {
+        FileDescriptor(rawValue: fd).poll(events, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    public func outputQueueLength(_ fd: Int32) -> Result<Int, Errno> {
+        var count: Int32 = 0
+        return retryOnInterrupt { shim_ioctl_int(fd, shim_tiocoutq(), &count) }.map { _ in Int(count) }
+    }
+
+    public func discardOutput(_ fd: Int32) -> Result<Void, Errno> {
+        retryOnInterrupt { tcflush(fd, TCOFLUSH) }.map { _ in () }
+    }
+
+    public func close(_ fd: Int32) -> Result<Void, Errno> {
+        FileDescriptor(rawValue: fd).close()
+    }
+}

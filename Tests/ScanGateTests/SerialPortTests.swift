@@ -1,0 +1,259 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CShim
+import Platform
+import Synchronization
+import XCTest
+@testable import Core
+@testable import Serial
+
+/// A real pseudo-terminal pair: the code under test opens `name` (the device side) like a tty;
+/// the test reads what arrives on the controller side, always with a deadline.
+final class PseudoTerminal {
+    private(set) var controller: Int32
+    /// Kept open so the pair stays up while the code under test closes and reopens its end.
+    private(set) var device: Int32
+    let name: String
+
+    init() throws {
+        var controller: Int32 = -1
+        var device: Int32 = -1
+        var buffer = [CChar](repeating: 0, count: 128)
+        guard shim_openpty(&controller, &device, &buffer, buffer.count) == 0 else {
+            throw SystemError("openpty", "", .current)
+        }
+        self.controller = controller
+        self.device = device
+        self.name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The device side's termios, read through the controller (Linux answers for the linked tty).
+    func deviceAttributes() throws -> termios {
+        var t = termios()
+        guard tcgetattr(controller, &t) == 0 else { throw SystemError("tcgetattr", name, .current) }
+        return t
+    }
+
+    /// Reads until `count` bytes arrived or `seconds` passed; returns what arrived.
+    func read(count: Int, within seconds: Double = 10) -> [UInt8] {
+        read(within: seconds) { $0.count >= count }
+    }
+
+    /// Reads until `done` holds for what arrived or `seconds` passed.
+    func read(within seconds: Double = 10, until done: ([UInt8]) -> Bool) -> [UInt8] {
+        let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !done(received) {
+            let remaining = deadline.milliseconds(since: .now())
+            guard remaining > 0 else { break }
+            var entry = pollfd(fd: controller, events: Int16(POLLIN), revents: 0)
+            let ready = Glibc.poll(&entry, 1, Int32(min(remaining, 200)))
+            guard ready > 0, entry.revents & Int16(POLLIN) != 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(controller, $0.baseAddress, $0.count) }
+            if n > 0 { received += buffer[0..<n] }
+        }
+        return received
+    }
+
+    /// Reads whatever is buffered now, without waiting.
+    func drain() -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            var entry = pollfd(fd: controller, events: Int16(POLLIN), revents: 0)
+            guard Glibc.poll(&entry, 1, 0) > 0, entry.revents & Int16(POLLIN) != 0 else { return received }
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(controller, $0.baseAddress, $0.count) }
+            guard n > 0 else { return received }
+            received += buffer[0..<n]
+        }
+    }
+
+    /// Stops output on the line (tcflow TCOOFF, as an XOFF from the peer would): writers find no room.
+    func stopOutput() { tcflow(device, TCOOFF) }
+
+    /// Lets output flow again (TCOON).
+    func restartOutput() { tcflow(device, TCOON) }
+
+    /// Closes the device side the test holds (then only the code under test keeps it open).
+    func closeDevice() {
+        if device >= 0 { Glibc.close(device); device = -1 }
+    }
+
+    /// Closes both sides the test holds: the code under test sees a hang-up (EIO), like an unplugged adapter.
+    func hangUp() {
+        closeDevice()
+        if controller >= 0 { Glibc.close(controller); controller = -1 }
+    }
+
+    deinit { hangUp() }
+}
+
+/// Collects log lines; waits for one with a deadline.
+final class SerialLogCapture: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var logger: Logger { Logger(level: .debug, repeatInterval: 0, sink: { line in self.append(line) }) }
+
+    private func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+
+    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
+
+    /// Polls (with a deadline) until a line containing `text` is logged.
+    @discardableResult
+    func wait(for text: String, within seconds: Double = 10) -> Bool {
+        let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
+        while MonotonicInstant.now() < deadline {
+            if contains(text) { return true }
+            sleepThread(milliseconds: 5)
+        }
+        return contains(text)
+    }
+}
+
+/// termios settings of a real tty (a pseudo-terminal), read back from the device side.
+final class SerialPortTests: XCTestCase {
+    private func open(_ pty: PseudoTerminal, _ change: (inout SerialSettings) -> Void) throws -> SerialPort {
+        var s = SerialSettings()
+        s.path = pty.name
+        change(&s)
+        return try SerialPort.open(path: pty.name, settings: s, system: GlibcSerialSystemCalls())
+    }
+
+    /// A Linux pty keeps speed, CSTOPB, CRTSCTS and the raw-mode flags, but always forces CS8 and
+    /// clears PARENB; so 8-bit formats here, and every format through the recording seam below.
+    func testSpeedStopBitsFlowControlAndRawModeOnARealTty() throws {
+        let cases: [(Int, String, Bool)] = [(9600, "8N1", false), (115200, "8N2", true), (1200, "8N1", false),
+                                            (921600, "8N2", false), (57600, "8N1", true), (2400, "8N1", false)]
+        for (baud, formatText, rtscts) in cases {
+            let pty = try PseudoTerminal()
+            let port = try open(pty) {
+                $0.baud = SerialBaudRate(baud)!
+                $0.format = SerialLineFormat(formatText)!
+                $0.rtscts = rtscts
+            }
+            defer { port.close() }
+            var t = try pty.deviceAttributes()
+            let label = "\(baud) \(formatText) rtscts=\(rtscts)"
+            XCTAssertEqual(SerialBaudRate.bitsPerSecond(forSpeed: cfgetospeed(&t)), baud, label)
+            XCTAssertEqual(SerialBaudRate.bitsPerSecond(forSpeed: cfgetispeed(&t)), baud, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CSIZE), tcflag_t(CS8), label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(PARENB), 0, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CSTOPB) != 0, formatText.hasSuffix("2"), label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CRTSCTS) != 0, rtscts, label)
+            XCTAssertNotEqual(t.c_cflag & tcflag_t(CLOCAL), 0, label)
+            XCTAssertNotEqual(t.c_cflag & tcflag_t(CREAD), 0, label)
+            // Raw: no output processing (LF stays LF), no echo, no canonical mode, no XON/XOFF.
+            XCTAssertEqual(t.c_oflag & tcflag_t(OPOST), 0, label)
+            XCTAssertEqual(t.c_lflag & tcflag_t(ECHO | ICANON | ISIG), 0, label)
+            XCTAssertEqual(t.c_iflag & tcflag_t(IXON | ICRNL), 0, label)
+        }
+    }
+
+    /// What is asked of the driver for every format, through a seam that records tcsetattr.
+    func testRequestedTermiosForEveryFormat() throws {
+        let cases: [(Int, String, Bool)] = [(9600, "8N1", false), (115200, "7E1", true), (1200, "8O1", false),
+                                            (921600, "7O1", false), (19200, "8N2", true), (57600, "7N1", false),
+                                            (4800, "5N1", false), (38400, "6E2", false), (230400, "8E1", false)]
+        for (baud, formatText, rtscts) in cases {
+            let fake = FakeSerialSystem()
+            var s = SerialSettings()
+            s.path = "/dev/ttyFAKE0"
+            s.baud = SerialBaudRate(baud)!
+            s.format = SerialLineFormat(formatText)!
+            s.rtscts = rtscts
+            let port = try SerialPort.open(path: "/dev/ttyFAKE0", settings: s, system: fake)
+            port.close()
+            var t = try XCTUnwrap(fake.lastAttributes)
+            let format = s.format
+            let label = "\(baud) \(formatText) rtscts=\(rtscts)"
+            XCTAssertEqual(SerialBaudRate.bitsPerSecond(forSpeed: cfgetospeed(&t)), baud, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CSIZE), [5: tcflag_t(CS5), 6: tcflag_t(CS6), 7: tcflag_t(CS7), 8: tcflag_t(CS8)][format.dataBits], label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(PARENB) != 0, format.parity != .none, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(PARODD) != 0, format.parity == .odd, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CSTOPB) != 0, format.stopBits == 2, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CRTSCTS) != 0, rtscts, label)
+            XCTAssertEqual(t.c_cflag & tcflag_t(CLOCAL | CREAD), tcflag_t(CLOCAL | CREAD), label)
+            XCTAssertEqual(t.c_oflag & tcflag_t(OPOST), 0, label)
+            XCTAssertEqual(fake.closedCount, 1, label)
+        }
+    }
+
+    /// tcsetattr succeeds when the driver takes any part of the request: what it did not take is an error.
+    func testFormatTheDriverDoesNotKeepIsRefused() throws {
+        let pty = try PseudoTerminal()
+        XCTAssertThrowsError(try open(pty) { $0.format = SerialLineFormat("7E1")! }) { error in
+            XCTAssertEqual("\(error)", "set 9600 baud 7E1 (driver kept 9600 baud 8N1) on \(pty.name): Invalid argument (EINVAL)")
+        }
+    }
+
+    func testOpenedNonBlockingWithoutControllingTerminal() throws {
+        let pty = try PseudoTerminal()
+        let spy = OpenFlagsSpy()
+        var s = SerialSettings()
+        s.path = pty.name
+        let port = try SerialPort.open(path: pty.name, settings: s, system: spy)
+        port.close()
+        let flags = try XCTUnwrap(spy.flags.first)
+        XCTAssertNotEqual(flags & O_NONBLOCK, 0)
+        XCTAssertNotEqual(flags & O_NOCTTY, 0)
+        XCTAssertEqual(flags & O_ACCMODE, O_RDWR)
+    }
+
+    func testBytesArriveExactlyThroughARealTty() throws {
+        let pty = try PseudoTerminal()
+        let port = try open(pty) { _ in }
+        defer { port.close() }
+        let frame: [UInt8] = [0x02, 0x00, 0x0A, 0x0D, 0xFF, 0x03, 0x11, 0x13]
+        let outcome = port.write(frame, deadline: { MonotonicInstant.now().adding(milliseconds: 5000) }, now: { .now() })
+        XCTAssertEqual(outcome, .sent)
+        XCTAssertEqual(pty.read(count: frame.count), frame)
+    }
+
+    func testRS485OnADeviceWithoutItIsAClearError() throws {
+        let pty = try PseudoTerminal()
+        XCTAssertThrowsError(try open(pty) { $0.rs485 = true }) { error in
+            XCTAssertTrue("\(error)".hasPrefix("enable RS-485 (TIOCSRS485) on \(pty.name): "), "\(error)")
+        }
+    }
+
+    func testMissingDeviceNamesPathAndErrno() {
+        var s = SerialSettings()
+        s.path = "/dev/does-not-exist-scangate"
+        XCTAssertThrowsError(try SerialPort.open(path: s.path!, settings: s, system: GlibcSerialSystemCalls())) { error in
+            XCTAssertEqual("\(error)", "open /dev/does-not-exist-scangate: No such file or directory (ENOENT)")
+        }
+    }
+
+    func testNotATtyIsRefused() {
+        var s = SerialSettings()
+        s.path = "/dev/null"
+        XCTAssertThrowsError(try SerialPort.open(path: "/dev/null", settings: s, system: GlibcSerialSystemCalls())) { error in
+            XCTAssertTrue("\(error)".hasPrefix("tcgetattr /dev/null: "), "\(error)")
+        }
+    }
+}
+
+/// The real calls, recording the open flags.
+final class OpenFlagsSpy: SerialSystemCalls {
+    let real = GlibcSerialSystemCalls()
+    private let recorded = Mutex<[Int32]>([])
+    var flags: [Int32] { recorded.withLock { $0 } }
+
+    func open(_ path: String, flags f: Int32) -> Result<Int32, Errno> {
+        recorded.withLock { $0.append(f) }
+        return real.open(path, flags: f)
+    }
+    func getAttributes(_ fd: Int32) -> Result<termios, Errno> { real.getAttributes(fd) }
+    func setAttributes(_ fd: Int32, _ a: termios) -> Result<Void, Errno> { real.setAttributes(fd, a) }
+    func enableRS485(_ fd: Int32) -> Result<Void, Errno> { real.enableRS485(fd) }
+    func write(_ fd: Int32, _ b: UnsafeRawBufferPointer) -> Result<Int, Errno> { real.write(fd, b) }
+    func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno> {
+        real.poll(fd, events: events, timeoutMilliseconds: timeoutMilliseconds)
+    }
+    func outputQueueLength(_ fd: Int32) -> Result<Int, Errno> { real.outputQueueLength(fd) }
+    func discardOutput(_ fd: Int32) -> Result<Void, Errno> { real.discardOutput(fd) }
+    func close(_ fd: Int32) -> Result<Void, Errno> { real.close(fd) }
+}
