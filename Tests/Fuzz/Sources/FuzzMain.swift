@@ -65,7 +65,13 @@ public func LLVMFuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -
 let selectedTargetName: String = getenv("SCANGATE_FUZZ_TARGET").map { String(cString: $0) } ?? ""
 
 func printError(_ text: String) {
-    fputs(text + "\n", stderr)
+    let bytes = Array((text + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+        if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+        offset += n
+    }
 }
 
 /// A broken invariant: print what and why, then abort so libFuzzer saves the input as a crash.
