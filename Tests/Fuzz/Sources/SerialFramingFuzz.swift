@@ -33,8 +33,10 @@ enum SerialFramingFuzz {
         let limit = settings.format.byteLimit
         func unsafe(_ b: UInt8) -> Bool { b < 0x20 || b == 0x7F || delimiters.contains(b) || Int(b) >= limit }
         let payload = symbol.data
-        let describe = "settings \(settings.summary) prefix \(prefix) suffix \(suffix) \(settings.payloadEncoding) "
-            + "\(settings.unsafeBytes) tag \(settings.symbologyPrefix), payload \(payload)"
+        var describe: String {
+            "settings \(settings.summary) prefix \(prefix) suffix \(suffix) \(settings.payloadEncoding) "
+                + "\(settings.unsafeBytes) tag \(settings.symbologyPrefix), payload \(payload)"
+        }
 
         let frame: [UInt8]
         do {
