@@ -4,7 +4,7 @@ CAMERA ?= sim:HELLO-SCANGATE
 BIN_DEBUG := .build/debug/scangate
 BIN_RELEASE := .build/release/scangate
 
-.PHONY: all deps build release run test test-unit hil bench deb fuzz soak clean
+.PHONY: all deps build release run test test-unit test-soak hil bench deb fuzz soak clean
 
 all: build
 
@@ -21,11 +21,14 @@ release: deps
 run: build
 	$(BIN_DEBUG) run --camera $(CAMERA)
 
-## Every test: unit and integration tests, then the hardware-in-the-loop suite against real drivers.
-test: test-unit hil
+## Every test: unit and integration tests, a 100k-frame soak, then the hardware-in-the-loop suite
+## against real drivers (CI runs exactly this through .ci/run).
+test: test-unit test-soak hil
 
-## Unit and integration tests only (no VM), for quick work.
-test-unit: deps
+## Unit and integration tests only (no VM), for quick work. The packaging tests need dpkg-dev,
+## systemd-analyze and udev, so the deb group is installed too.
+test-unit:
+	@scripts/install-deps build deb
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
@@ -44,9 +47,12 @@ deb: release
 fuzz: deps
 	Tests/Fuzz/run
 
-## 1,000,000 replayed frames; CI runs `scangate soak --frames 100000` inside make test.
+## 1,000,000 replayed frames; `make test` runs the 100,000-frame version (test-soak).
 soak: release
 	$(BIN_RELEASE) soak
+
+test-soak: release
+	$(BIN_RELEASE) soak --frames 100000
 
 clean:
 	rm -rf .build build

@@ -9,6 +9,8 @@ import Synchronization
 /// `scangate run`: the daemon.
 enum RunCommand {
     static func run(_ arguments: [String]) -> Int32 {
+        // Before any thread exists: see SignalHandlers.
+        SignalHandlers.blockSignals()
         let parsed: CommandLineParser.Result
         let settings: RunSettings
         do {
@@ -94,6 +96,12 @@ final class Daemon: @unchecked Sendable {
             logger.notice("signal SIGHUP: reloading \(configPath ?? "(no config file; flags only)")")
             let p = control.withLock { c in c.reloadRequested = true; return c.pipeline }
             p?.stopForReload()
+        }
+        do {
+            try signals.start()
+        } catch {
+            logger.error("cannot start the signal thread: \(error)")
+            return ExitCode.failure.rawValue
         }
         defer {
             signals.cancel()

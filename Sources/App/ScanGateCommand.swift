@@ -15,6 +15,7 @@ public enum ScanGateCommand {
         ("render", "write a scenario's frames to a Y4M file or a folder (for replay)", RenderCommand.run),
         ("check-config", "validate a config file and print the effective configuration", CheckConfigCommand.run),
         ("list-cameras", "list V4L2 cameras with their formats, sizes, rates and controls", ListCamerasCommand.run),
+        ("doctor", "check the config and every configured device; print a pass/fail table with fixes", DoctorCommand.run),
         ("bench", "measure throughput, idle cost, latency, memory and start-up against the targets", BenchCommand.run),
         ("soak", "replay a million frames through run and check events, memory and descriptors", SoakCommand.run),
     ]
@@ -47,7 +48,7 @@ public enum ScanGateCommand {
             "Commands:",
         ]
         for c in commands { lines.append("  " + c.name.padding(16) + c.summary) }
-        lines += ["", "Exit codes: 0 ok, 1 nothing found / camera failed (doctor), 2 bad flag, value, file or config."]
+        lines += ["", "Exit codes: 0 ok, 1 nothing found / camera failed (doctor), 2 bad flag, value, file or config, 3 the daemon could not run, 4 doctor: a device other than the camera failed."]
         return lines.joined(separator: "\n")
     }
 }

@@ -41,4 +41,15 @@ public enum CameraListing {
         }
         return lines.joined(separator: "\n")
     }
+
+    /// "USB Camera (driver uvcvideo): YUYV 640x480 (30, 15 fps); MJPG ..." for `scangate doctor`: the
+    /// card, the driver and what the node offers. nil when the node is not a video capture device.
+    public static func offersSummary(_ path: String, calls: any V4L2Calls) throws(SystemError) -> String? {
+        let device = try V4L2Device.open(path, calls: calls).get()
+        defer { _ = device.close() }
+        let capability = try device.capability().get()
+        guard capability.canCapture else { return nil }
+        let offers = try CameraOffers.query(device)
+        return "\(capability.card) (driver \(capability.driver)): \(offers.summary)"
+    }
 }

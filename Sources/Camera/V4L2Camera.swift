@@ -50,6 +50,9 @@ public final class V4L2Camera: FrameSource {
     /// The format in use while open (for logs and tests).
     var format: NegotiatedFormat? { session?.format }
 
+    /// "YUYV 640x480" while open: the negotiated format, for `scangate doctor`.
+    public var formatDescription: String? { format.map { "\($0.fourcc) \($0.width)x\($0.height)" } }
+
     // MARK: open
 
     public func open() throws {

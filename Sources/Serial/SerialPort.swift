@@ -4,9 +4,9 @@ import Glibc
 import Platform
 
 /// An open, configured serial line: owns the descriptor and closes it exactly once.
-/// Used from the serial sink's queue only.
-final class SerialPort {
-    let path: String
+/// Used from the serial sink's queue only (public for `scangate doctor`, which opens it once).
+public final class SerialPort {
+    public let path: String
     private let fd: Int32
     private let system: SerialSystemCalls
     private let line: SerialTermios
@@ -25,7 +25,7 @@ final class SerialPort {
     /// Opens `path` non-blocking without making it the controlling terminal, puts it in raw mode with
     /// the configured speed, format and flow control, checks the driver took them, enables RS-485 if
     /// asked, and discards any output still queued from before.
-    static func open(path: String, settings: SerialSettings, system: SerialSystemCalls) throws(SystemError) -> SerialPort {
+    public static func open(path: String, settings: SerialSettings, system: SerialSystemCalls) throws(SystemError) -> SerialPort {
         let fd = try system.open(path, flags: O_RDWR | O_NOCTTY | O_NONBLOCK).get("open", path)
         let line = SerialTermios(baud: settings.baud, format: settings.format, rtscts: settings.rtscts)
         do throws(SystemError) {
@@ -53,7 +53,7 @@ final class SerialPort {
     }
 
     /// What became of one frame.
-    enum WriteOutcome: Equatable {
+    public enum WriteOutcome: Equatable, Sendable {
         /// Written and transmitted (the output queue drained).
         case sent
         /// Not written and transmitted by the deadline: what was still queued was discarded.
@@ -67,7 +67,7 @@ final class SerialPort {
     /// Writes `frame` without blocking, waiting for room with poll(POLLOUT), then waits until the
     /// driver has transmitted it. `deadline` is asked again on every wait, so a shutdown can shorten it.
     /// At the deadline whatever is still queued is discarded (tcflush), so nothing leaves the port late.
-    func write(_ frame: [UInt8], deadline: () -> MonotonicInstant, now: () -> MonotonicInstant) -> WriteOutcome {
+    public func write(_ frame: [UInt8], deadline: () -> MonotonicInstant, now: () -> MonotonicInstant) -> WriteOutcome {
         var offset = 0
         while offset < frame.count {
             let result = frame.withUnsafeBytes { raw in
@@ -125,7 +125,7 @@ final class SerialPort {
     /// Closes the descriptor. Output the driver still holds (flow control stopped it) is discarded first:
     /// it must not leave late, and close(2) would otherwise wait for it (up to the driver's closing_wait,
     /// 30 s by default). Only then: on a pseudo-terminal TCOFLUSH also drops what the peer has not read.
-    func close() {
+    public func close() {
         guard isOpen else { return }
         isOpen = false
         if case .success(let queued) = system.outputQueueLength(fd), queued > 0 {
@@ -133,6 +133,9 @@ final class SerialPort {
         }
         _ = system.close(fd)
     }
+
+    /// "9600 baud 8N1": the line as the driver kept it (open checks it read back as configured).
+    public var lineDescription: String { line.description }
 
     deinit { close() }
 }
