@@ -61,6 +61,18 @@ final class FuzzRegressionTests: XCTestCase {
         XCTAssertThrowsError(try ConfigFile.parse("[serial]\nserial=" + longest + "a\n", name: "fuzz.conf"))
     }
 
+    /// Found by `config`: `serial-suffix =` (explicitly no suffix) was written back by check-config as
+    /// `#serial-suffix =` (not set), which reads back as the default "auto". An empty value is now written
+    /// uncommented when the option's default is not empty.
+    func testExplicitlyEmptyValueIsWrittenBack() throws {
+        let text = "#\n[serial]\nserial = /dev/ttyUSB[output]\u{FFFD}j\r*o[ouu/dev/tty\nserial-suffix = \n"
+        try assertCheckConfigRoundTrips(text)
+        var settings = RunSettings()
+        try ConfigFile.apply(ConfigFile.parse(text, name: "fuzz.conf"), from: "fuzz.conf", to: &settings)
+        XCTAssertEqual(settings.serial.suffix, [])
+        XCTAssertTrue(ConfigFileRendering.effective(settings).contains("\nserial-suffix =\n"))
+    }
+
     // MARK: normaliser (fuzz target `normaliser`)
 
     /// Found by `normaliser`: a 13-digit code reported as UPC-A but not starting with 0 lost its first
