@@ -44,8 +44,10 @@ deb: release
 	@scripts/install-deps deb
 	deploy/debian/build-deb $(BIN_RELEASE)
 
+## libFuzzer targets (Tests/Fuzz/README.md), FUZZ_SECONDS each (CI: Tests/Fuzz/run --seconds 10).
+FUZZ_SECONDS ?= 60
 fuzz: deps
-	Tests/Fuzz/run
+	Tests/Fuzz/run --seconds $(FUZZ_SECONDS)
 
 ## 1,000,000 replayed frames; `make test` runs the 100,000-frame version (test-soak).
 soak: release

@@ -86,3 +86,12 @@ let package = Package(
     ],
     cxxLanguageStandard: .cxx17
 )
+
+// libFuzzer targets (Tests/Fuzz): one executable, built only when SCANGATE_FUZZ=1 (by Tests/Fuzz/run,
+// in its own --build-path with -sanitize=fuzzer,address), so ordinary builds do not compile or link it.
+if Context.environment["SCANGATE_FUZZ"] == "1" {
+    package.targets.append(
+        .executableTarget(name: "ScanGateFuzz",
+                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
+}

@@ -81,6 +81,8 @@ private final class INIParseContext {
     var lastHandled: (section: String, key: String)?
     var firstError: UsageError?
     var firstErrorLine = 0
+    /// The longest line inih reads (its INI_MAX_LINE less CR, LF and NUL), known from the first read.
+    var lineLimit = Int.max
 
     init(bytes: [UInt8], name: String, table: [OptionSpec]) {
         self.bytes = bytes
@@ -127,6 +129,7 @@ private final class INIParseContext {
             return nil
         }
         // inih needs room for the line, CR, LF and NUL; a longer line would be split and misparsed.
+        lineLimit = size - 3
         if lineText.count + 1 > size {
             fail("line is longer than \(size - 3) characters")
             return nil
@@ -181,8 +184,14 @@ private final class INIParseContext {
             fail("[\(section)] \(key) is set twice (first on line \(first)); keep one")
             return false
         }
+        let value = ConfigValue.unquote(rawValue)
+        // check-config writes `key = value` (quoted if needed): it must fit in a line inih can read back.
+        if ConfigFileRendering.assignment(key, value).utf8.count > lineLimit {
+            fail("[\(section)] \(key): value is too long ('\(key) = VALUE' must fit in \(lineLimit) characters)")
+            return false
+        }
         firstLineOfOption[key] = firstLineOfOption[key] ?? line
-        entries.append(ConfigEntry(option: option, value: ConfigValue.unquote(rawValue), line: line))
+        entries.append(ConfigEntry(option: option, value: value, line: line))
         return true
     }
 }

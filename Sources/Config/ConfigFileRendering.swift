@@ -15,8 +15,11 @@ public enum ConfigFileRendering {
             lines.append("[\(section.rawValue)]")
             for option in options {
                 let value = option.show(settings)
-                if value.isEmpty {
+                if value.isEmpty && option.defaultText.isEmpty {
                     lines.append("#\(option.name) =")  // not set
+                } else if value.isEmpty {
+                    // Set to empty where the default is not (`serial-suffix =`: no suffix, not "auto").
+                    lines.append(assignment(option.name, value))
                 } else if option.repeatable {
                     // show() joins repeated values with commas; one line per value reads back the same.
                     lines += value.split(separator: ",").map { assignment(option.name, String($0)) }

@@ -41,6 +41,10 @@ extension OptionTable {
                        guard parts.count == 2, !parts[0].isEmpty, let value = Int(parts[1]) else {
                            throw OptionValueError("'\(v)' is not NAME=INTEGER")
                        }
+                       // check-config lists the controls comma-separated: a name with a comma would not read back.
+                       guard !parts[0].contains(",") else {
+                           throw OptionValueError("'\(v)': a control name has no ',' (give one NAME=INTEGER per camera-control)")
+                       }
                        s.capture.controls.append(CameraControl(name: parts[0], value: value))
                    },
                    show: { $0.capture.controls.map { "\($0.name)=\($0.value)" }.joined(separator: ",") }),

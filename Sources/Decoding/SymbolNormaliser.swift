@@ -11,6 +11,9 @@ public enum SymbolNormaliser {
             if s.data.count == 12 { s.data.insert(UInt8(ascii: "0"), at: 0) }
             guard gtinCheckDigitValid(s.data) else { return nil }
             let isUPC = s.data.first == UInt8(ascii: "0")
+            // 13 digits not starting with 0 are an EAN-13, whatever the reader called them: dropping
+            // the first digit would report a different (and invalid) UPC-A.
+            if s.symbology == .upca, !isUPC { s.symbology = .ean13 }
             if s.symbology == .ean13, isUPC, settings.symbologies.contains(.upca) {
                 s.symbology = .upca
             }

@@ -111,15 +111,19 @@ final class FaultInjectionTests: XCTestCase {
         let hang = DispatchSemaphore(value: 0)
         let hanging = Atomic<Bool>(false)
         let decoded = Atomic<Int>(0)
-        let decoder = ScriptedDecoder { i in
-            if i == 200 {
+        let decodeCalls = Atomic<Int>(0)
+        let decoder = ScriptedDecoder { _ in
+            // Hang on the 20th frame decoded, counted here: a live source drops frames while the decoder
+            // is busy, so a given frame number (say 200) may never reach it, or come after few decodes.
+            if decodeCalls.add(1, ordering: .relaxed).newValue == 20 {
                 hanging.store(true, ordering: .relaxed)
                 hang.wait()
                 hanging.store(false, ordering: .relaxed)
             }
             return []
         }
-        let source = ScriptedSource(frames: 100_000, live: true)
+        // Enough frames that the source never runs dry during the test (it ends with stopForSignal).
+        let source = ScriptedSource(frames: 100_000_000, live: true)
         let pipeline = Pipeline(source: source, decoder: decoder, debouncer: Debouncer(settings: DebounceSettings()),
                                 sinks: [watchdog], logger: Logger(level: .error),
                                 onFrameDecoded: { _, _ in decoded.add(1, ordering: .relaxed); watchdog.progress() })

@@ -35,6 +35,12 @@ struct ScangateProcess {
     }
 
     static var binary: String {
+        // The scangate built with these tests (same --build-path: .build, .build-tsan, .build-asan, ...):
+        // it sits next to the test executable.
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let sibling = URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("scangate").path
+            if FileManager.default.isExecutableFile(atPath: sibling) { return sibling }
+        }
         let root = TestFiles.repositoryRoot
         for candidate in [".build/debug/scangate", ".build/x86_64-unknown-linux-gnu/debug/scangate", ".build/release/scangate"] {
             let path = root + "/" + candidate

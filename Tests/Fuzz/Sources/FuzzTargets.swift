@@ -1,0 +1,65 @@
+/// Every fuzz target: a name (also the corpus folder Tests/Fuzz/corpus/<name>) and the function that
+/// feeds one input to the code under test and checks its invariants (`require`).
+struct FuzzTarget: Sendable {
+    let name: String
+    let summary: String
+    let run: @Sendable ([UInt8]) -> Void
+}
+
+enum FuzzTargets {
+    static let all: [FuzzTarget] = [
+        FuzzTarget(name: "serial", summary: "SerialFrameEncoder: framing, checksum, unsafe-byte policy",
+                   run: SerialFramingFuzz.run),
+        FuzzTarget(name: "config", summary: "ConfigFile.parse + apply + check-config round trip",
+                   run: ConfigFileFuzz.run),
+        FuzzTarget(name: "y4m", summary: "Y4MHeader.parse and Y4MReader frames", run: ImageFuzz.y4m),
+        FuzzTarget(name: "pgm", summary: "ImageFile.decode (PGM P2/P5)", run: ImageFuzz.decode),
+        FuzzTarget(name: "png", summary: "ImageFile.decode (libpng)", run: ImageFuzz.decode),
+        FuzzTarget(name: "jpeg", summary: "ImageFile.decode (libturbojpeg)", run: ImageFuzz.decode),
+        FuzzTarget(name: "normaliser", summary: "SymbolNormaliser.normalise", run: PayloadFuzz.normaliser),
+        FuzzTarget(name: "filter", summary: "PayloadFilter.verdict", run: PayloadFuzz.filter),
+        FuzzTarget(name: "eventline", summary: "EventLine.json / EventLine.text", run: OutputFuzz.eventLine),
+        FuzzTarget(name: "logescape", summary: "Logger.escape(bytes:) and Logger.escape(_:)", run: OutputFuzz.logEscape),
+    ]
+
+    static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    static func run(_ name: String, _ bytes: [UInt8]) {
+        byName[name]?.run(bytes)
+    }
+}
+
+/// Takes choices and fields from the front of a fuzz input; the rest is the payload.
+struct FuzzInput {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The next byte (0 when the input is used up).
+    mutating func byte() -> UInt8 {
+        guard position < bytes.count else { return 0 }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    /// One of `choices`, picked by the next byte.
+    mutating func pick<T>(_ choices: [T]) -> T {
+        choices[Int(byte()) % choices.count]
+    }
+
+    mutating func flag() -> Bool { byte() & 1 == 1 }
+
+    /// A short field: a length byte (mod `maxLength + 1`), then that many bytes.
+    mutating func field(maxLength: Int) -> [UInt8] {
+        let count = min(Int(byte()) % (maxLength + 1), bytes.count - position)
+        defer { position += count }
+        return Array(bytes[position..<(position + count)])
+    }
+
+    /// Everything not yet taken.
+    mutating func rest() -> [UInt8] {
+        defer { position = bytes.count }
+        return position < bytes.count ? Array(bytes[position...]) : []
+    }
+}

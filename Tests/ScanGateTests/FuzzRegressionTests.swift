@@ -1,0 +1,100 @@
+import Config
+import Core
+import Decoding
+import XCTest
+
+/// Inputs the libFuzzer targets (Tests/Fuzz) found, fed to the same functions with the same invariant.
+final class FuzzRegressionTests: XCTestCase {
+    // MARK: config (fuzz target `config`)
+
+    /// What check-config prints for an accepted file reads back as the same settings.
+    private func assertCheckConfigRoundTrips(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        var settings = RunSettings()
+        try ConfigFile.apply(ConfigFile.parse(text, name: "fuzz.conf"), from: "fuzz.conf", to: &settings)
+        let rendered = ConfigFileRendering.effective(settings)
+        var again = RunSettings()
+        try ConfigFile.apply(ConfigFile.parse(rendered, name: "effective.conf"), from: "effective.conf", to: &again)
+        XCTAssertEqual(again, settings, rendered, file: file, line: line)
+    }
+
+    /// Found by `config`: `camera-control = exf3m/,evms = 1500` was taken as one control named
+    /// "exf3m/,evms"; check-config printed it comma-separated as two lines that do not read back.
+    /// A control name with a comma is now refused, naming the key.
+    func testCameraControlNameWithACommaIsRefused() throws {
+        let text = "[camera]\ncamera = idth \u{1D} 640\nheight = 480\nfps = 15\ncamera-control = exf3m/,evms = 1500\n"
+        var settings = RunSettings()
+        do {
+            try ConfigFile.apply(ConfigFile.parse(text, name: "fuzz.conf"), from: "fuzz.conf", to: &settings)
+            XCTFail("a control name with a comma was accepted: \(settings.capture.controls)")
+        } catch {
+            XCTAssertTrue(error.message.hasPrefix("fuzz.conf:5: [camera] camera-control:"), error.message)
+            XCTAssertTrue(error.message.contains("','"), error.message)
+        }
+        try assertCheckConfigRoundTrips("[camera]\ncamera-control = exposure_auto=1\ncamera-control = gain=3\n")
+    }
+
+    /// Found by `config`: `serial=<a value filling the line>` was accepted, but check-config wrote it as
+    /// `serial = "<value>"`, longer than the 197 characters inih reads, so its output did not load. Such
+    /// a value is now refused on its line; one that fits once written back still round-trips.
+    func testValueTooLongToWriteBackIsRefused() throws {
+        // fuzz-artifacts/config-crash-af05fe82038de8fcd34af1a569b3bd049b616177
+        let crash: [UInt8] = [
+            0x23, 0x20, 0x9C, 0x90, 0x6F, 0x72, 0x20, 0x63, 0x6F, 0x6E, 0x74, 0x72, 0x6F, 0x6C, 0x6C, 0x65, 0x72,
+            0x0A, 0x5B, 0x73, 0x65, 0x72, 0x69, 0x61, 0x6C, 0x5D, 0x0A, 0x73, 0x65, 0x72, 0x69, 0x61, 0x6C, 0x20,
+            0x3D, 0x6C, 0x20, 0x3D, 0x23, 0x20, 0x2F, 0x64, 0x65, 0x76, 0x2F, 0x74, 0x74, 0x6F, 0x5B, 0xFF, 0xFF,
+            0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x23, 0x20,
+            0x2F, 0x64, 0x65, 0x76, 0x62, 0x65, 0x65, 0x70, 0x63, 0x68, 0x61, 0x6E, 0x67, 0x65, 0x2D, 0x74, 0x68,
+            0x72, 0x65, 0x73, 0x68, 0x6F, 0x6C, 0x64, 0x2F, 0x74, 0x74, 0x6F, 0x5B, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x6F, 0x75, 0x75, 0x2F, 0x64, 0x20, 0x22, 0x0A,
+        ]
+        let text = String(decoding: crash, as: UTF8.self)
+        var settings = RunSettings()
+        do {
+            try ConfigFile.apply(ConfigFile.parse(text, name: "fuzz.conf"), from: "fuzz.conf", to: &settings)
+            XCTFail("a value check-config cannot write back was accepted")
+        } catch {
+            XCTAssertTrue(error.message.hasPrefix("fuzz.conf:3: [serial] serial: value is too long"), error.message)
+        }
+        let longest = String(repeating: "a", count: 197 - "serial = ".count)
+        try assertCheckConfigRoundTrips("[serial]\nserial=" + longest + "\n")
+        XCTAssertThrowsError(try ConfigFile.parse("[serial]\nserial=" + longest + "a\n", name: "fuzz.conf"))
+    }
+
+    /// Found by `config`: `serial-suffix =` (explicitly no suffix) was written back by check-config as
+    /// `#serial-suffix =` (not set), which reads back as the default "auto". An empty value is now written
+    /// uncommented when the option's default is not empty.
+    func testExplicitlyEmptyValueIsWrittenBack() throws {
+        let text = "#\n[serial]\nserial = /dev/ttyUSB[output]\u{FFFD}j\r*o[ouu/dev/tty\nserial-suffix = \n"
+        try assertCheckConfigRoundTrips(text)
+        var settings = RunSettings()
+        try ConfigFile.apply(ConfigFile.parse(text, name: "fuzz.conf"), from: "fuzz.conf", to: &settings)
+        XCTAssertEqual(settings.serial.suffix, [])
+        XCTAssertTrue(ConfigFileRendering.effective(settings).contains("\nserial-suffix =\n"))
+    }
+
+    // MARK: normaliser (fuzz target `normaliser`)
+
+    /// Found by `normaliser`: a 13-digit code reported as UPC-A but not starting with 0 lost its first
+    /// digit ("4008131333932" came out as UPC-A "008131333932", a different code with a bad check digit).
+    /// It is an EAN-13: reported as such when EAN-13 is enabled, dropped otherwise.
+    func testThirteenDigitUPCANotStartingWithZeroIsNotTruncated() {
+        let symbol = DecodedSymbol(symbology: .upca, data: Array("4008131333932".utf8), bounds: Rect(x: 0, y: 0, w: 1, h: 1))
+        var settings = DecoderSettings()
+        settings.symbologies = [.qr, .i25, .codabar, .databar, .databarExp, .isbn10, .isbn13]
+        let out = SymbolNormaliser.normalise(symbol, settings: settings)
+        XCTAssertNotEqual(out?.data, Array("008131333932".utf8))
+        if let out {
+            XCTAssertEqual(out.data.count, 13)
+            XCTAssertTrue(SymbolNormaliser.gtinCheckDigitValid(out.data))
+        }
+        settings.symbologies = [.upca, .ean13]
+        let asEAN = SymbolNormaliser.normalise(symbol, settings: settings)
+        XCTAssertEqual(asEAN?.symbology, .ean13)
+        XCTAssertEqual(asEAN.map { String(decoding: $0.data, as: UTF8.self) }, "4008131333932")
+        // A real UPC-A in 13-digit form still comes out as 12 digits.
+        let upc = DecodedSymbol(symbology: .upca, data: Array("0036000291452".utf8), bounds: Rect(x: 0, y: 0, w: 1, h: 1))
+        XCTAssertEqual(SymbolNormaliser.normalise(upc, settings: settings).map { String(decoding: $0.data, as: UTF8.self) },
+                       "036000291452")
+    }
+}
