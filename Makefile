@@ -4,7 +4,7 @@ CAMERA ?= sim:HELLO-SCANGATE
 BIN_DEBUG := .build/debug/scangate
 BIN_RELEASE := .build/release/scangate
 
-.PHONY: all deps build release run test test-unit test-soak hil bench deb fuzz soak clean
+.PHONY: all deps build release run test test-unit test-soak test-fuzz test-sanitizers hil bench deb fuzz soak clean
 
 all: build
 
@@ -21,9 +21,10 @@ release: deps
 run: build
 	$(BIN_DEBUG) run --camera $(CAMERA)
 
-## Every test: unit and integration tests, a 100k-frame soak, then the hardware-in-the-loop suite
-## against real drivers (CI runs exactly this through .ci/run).
-test: test-unit test-soak hil
+## Every test, as CI runs it through .ci/run: unit and integration tests, a 100k-frame soak, the
+## hardware-in-the-loop suite against real drivers, 10 s of each fuzz target, and the whole unit suite
+## under ThreadSanitizer and AddressSanitizer.
+test: test-unit test-soak hil test-fuzz test-sanitizers
 
 ## Unit and integration tests only (no VM), for quick work. The packaging tests need dpkg-dev,
 ## systemd-analyze and udev, so the deb group is installed too.
@@ -48,6 +49,14 @@ deb: release
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	Tests/Fuzz/run --seconds $(FUZZ_SECONDS)
+
+test-fuzz: deps
+	Tests/Fuzz/run --seconds 10
+
+## The unit suite under each sanitizer (Tests/Sanitizers/README.md); needs the debug binary (test-unit).
+test-sanitizers: test-unit
+	Tests/Sanitizers/run thread
+	Tests/Sanitizers/run address
 
 ## 1,000,000 replayed frames; `make test` runs the 100,000-frame version (test-soak).
 soak: release
