@@ -31,7 +31,7 @@ test: test-unit test-soak hil test-fuzz test-sanitizers
 test-unit:
 	@scripts/install-deps build deb
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 
 ## Hardware-in-the-loop: the scangate binary against vivid, gpio-sim, snd-aloop and an 8250 UART in a QEMU VM.
 hil: release

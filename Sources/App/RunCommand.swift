@@ -108,7 +108,7 @@ final class Daemon: @unchecked Sendable {
             watchdog?.close()
             notifier.close()
         }
-        logger.info("scangate \(ScanGateCommand.version): \(source.name), \(settings.capture.width)x\(settings.capture.height)")
+        logger.info("scangate \(ScanGateCommand.version): reading \(source.name)")
         var sourceOpen = false
         var firstSeq: UInt64 = 1
         var debouncer = Debouncer(settings: settings.debounce)
