@@ -53,14 +53,22 @@ final class HostilePayloadTests: XCTestCase {
         var rejected: [Bool]
     }
 
-    func runDaemon(_ extra: [String]) throws -> Run {
+    func runDaemon(_ extra: [String], replayed: Bool = false) throws -> Run {
         let dir = try TestFiles.temporaryDirectory()
-        let scenario = try writeScenario(dir)
+        var camera = "sim:" + (try writeScenario(dir))
+        if replayed {
+            // The same codes as footage: rendered to a Y4M file, then replayed.
+            let y4m = dir + "/hostile.y4m"
+            let rendered = try ScangateProcess.run(["render", String(camera.dropFirst(4)), "--out", y4m], timeout: 120)
+            XCTAssertEqual(rendered.status, 0, rendered.stderr)
+            camera = "replay:" + y4m
+        }
+        defer { if replayed { unlink(dir + "/hostile.y4m") } }
         let pty = try PseudoTerminal()
         let finished = Atomic<Bool>(false)
         let box = Mutex<ScangateProcess.Result?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let args = ["run", "--camera", "sim:" + scenario, "--fast", "--serial", pty.name, "--log-level", "info"] + extra
+        let args = ["run", "--camera", camera, "--fast", "--serial", pty.name, "--log-level", "info"] + extra
         DispatchQueue.global().async {
             let r = try? ScangateProcess.run(args, timeout: 240)
             box.withLock { $0 = r }
@@ -111,6 +119,15 @@ final class HostilePayloadTests: XCTestCase {
         let expected = Self.codes.filter { Self.isSafeText($0.1) }.map { $0.1 + [0x0D] }
         XCTAssertEqual(frames, expected, "one frame per accepted code, nothing forged")
         XCTAssertTrue(run.result.stderr.contains("rejected"), "a rejection is logged")
+    }
+
+    /// The same codes replayed from a Y4M recording: the same JSON lines and frames as from the simulator.
+    func testReplayedFootageGivesTheSameLinesAndFrames() throws {
+        let simulated = try runDaemon(["--serial-unsafe", "escape"])
+        let replayed = try runDaemon(["--serial-unsafe", "escape"], replayed: true)
+        assertCommon(replayed)
+        XCTAssertEqual(replayed.jsonPayloads, simulated.jsonPayloads)
+        XCTAssertEqual(replayed.serial, simulated.serial, "byte-identical serial stream")
     }
 
     /// Escape policy: every code gets exactly one frame; inside it no control byte, and unescaping
