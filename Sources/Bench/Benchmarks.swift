@@ -220,7 +220,7 @@ public struct Benchmarks {
     /// `memoryFrames` frames of the traffic scenario (four appearances per 300 frames) through
     /// `scangate run` as users run it (a child process, --fast, gated decoding, JSON to a pipe), with
     /// its RSS and descriptors sampled from /proc. Steady RSS: the largest sample after the first 20%
-    /// of the run; growth: the last samples against those at 20%.
+    /// of the run; growth and descriptors: the samples at 90% against those at 20%.
     public func memory(executable: String, scenarioPath: String) throws -> Memory {
         let frames = max(300, options.memoryFrames / 300 * 300)
         let progress = options.progress
@@ -232,12 +232,13 @@ public struct Benchmarks {
             throw UsageError("bench: the memory run of scangate ended with status \(result.exitStatus) after \(samples.count) samples")
         }
         let from = samples.count / 5
-        let early = samples[from..<min(samples.count, from + 3)].map(\.residentMiB)
-        let late = samples.suffix(3).map(\.residentMiB)
+        let (earlyWindow, lateWindow) = DaemonProcess.steadyWindows(samples)
+        let early = earlyWindow.map(\.residentMiB)
+        let late = lateWindow.map(\.residentMiB)
         let mean = { (v: [Double]) in v.reduce(0, +) / Double(max(1, v.count)) }
         return Memory(frames: frames, steadyMiB: samples[from...].map(\.residentMiB).max() ?? .nan,
-                      growthMiB: mean(late) - mean(early), descriptorsFirst: samples[from].descriptors,
-                      descriptorsLast: samples[samples.count - 1].descriptors, reported: result.eventLines,
+                      growthMiB: mean(late) - mean(early), descriptorsFirst: earlyWindow.first?.descriptors ?? -1,
+                      descriptorsLast: lateWindow.last?.descriptors ?? -1, reported: result.eventLines,
                       expected: frames / 300 * 4, seconds: result.seconds)
     }
 }

@@ -23,6 +23,14 @@ public struct DaemonProcess {
         public var seconds: Double
     }
 
+    /// Two windows of steady running: three samples at 20% of the run (after start-up and warm-up) and
+    /// three at 90% (before shutdown begins, which starts threads and closes devices).
+    public static func steadyWindows(_ samples: [Sample]) -> (early: ArraySlice<Sample>, late: ArraySlice<Sample>) {
+        let n = samples.count
+        let e = n / 5, l = max(e + 1, n * 9 / 10 - 3)
+        return (samples[e..<min(n, e + 3)], samples[l..<min(n, l + 3)])
+    }
+
     /// The path of the running executable (for spawning `scangate` itself).
     public static func selfExecutable() throws -> String {
         var buffer = [CChar](repeating: 0, count: 4096)

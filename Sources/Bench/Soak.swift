@@ -52,13 +52,13 @@ public struct Soak {
         }
         let s = r.samples
         guard s.count >= 4 else { throw UsageError("soak: scangate ended after \(s.count) samples (status \(r.exitStatus))") }
-        let from = max(1, s.count / 10)
-        let early = s[from..<min(s.count, from + 3)].map(\.residentMiB)
-        let late = s.suffix(3).map(\.residentMiB)
+        let (earlyWindow, lateWindow) = DaemonProcess.steadyWindows(s)
+        let early = earlyWindow.map(\.residentMiB)
+        let late = lateWindow.map(\.residentMiB)
         let mean = { (v: [Double]) in v.reduce(0, +) / Double(max(1, v.count)) }
         return Result(frames: total, seconds: r.seconds, startMiB: mean(early), endMiB: mean(late),
-                      maxMiB: s.map(\.residentMiB).max() ?? .nan, descriptorsStart: s[from].descriptors,
-                      descriptorsEnd: s[s.count - 1].descriptors, expectedEvents: expected.count,
+                      maxMiB: s.map(\.residentMiB).max() ?? .nan, descriptorsStart: earlyWindow.first?.descriptors ?? -1,
+                      descriptorsEnd: lateWindow.last?.descriptors ?? -1, expectedEvents: expected.count,
                       events: r.lines.count, mismatches: mismatches, exitStatus: r.exitStatus)
     }
 }
