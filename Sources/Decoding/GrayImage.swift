@@ -57,26 +57,6 @@ enum GrayTransforms {
         return result
     }
 
-    /// Nearest-neighbour upscale by an integer factor (rendered codes of one pixel per module, where
-    /// interpolation would blur every module into its neighbours).
-    static func upscaleNearest(_ image: GrayImage, by factor: Int) -> GrayImage {
-        guard factor > 1, image.width > 0, image.height > 0 else { return image }
-        let w = image.width * factor, h = image.height * factor
-        var out = [UInt8](repeating: 0, count: w * h)
-        image.pixels.withUnsafeBufferPointer { p in
-            for y in 0..<h {
-                let src = (y / factor) * image.width
-                for x in 0..<w { out[y * w + x] = p[src + x / factor] }
-            }
-        }
-        var result = GrayImage(width: w, height: h, pixels: out)
-        result.scale = image.scale / Double(factor)
-        result.offsetX = image.offsetX * factor
-        result.offsetY = image.offsetY * factor
-        result.original = image.original
-        return result
-    }
-
     /// Bilinear upscale by an integer factor (tiny codes: modules of one or two pixels).
     static func upscale(_ image: GrayImage, by factor: Int) -> GrayImage {
         guard factor > 1, image.width > 0, image.height > 0 else { return image }
@@ -206,38 +186,6 @@ enum GrayTransforms {
                 }
             }
         }
-        return result
-    }
-
-    /// Light for dark (light-on-dark codes for decoders without an inverted mode).
-    static func invert(_ image: GrayImage) -> GrayImage {
-        var result = image
-        for i in 0..<result.pixels.count { result.pixels[i] = 255 &- result.pixels[i] }
-        return result
-    }
-
-    /// Rotation by 45° about the centre into a canvas that holds the whole image (1D codes at an angle
-    /// zbar's horizontal and vertical scan lines cross too steeply). Corners are filled light.
-    static func rotate45(_ image: GrayImage) -> GrayImage {
-        let w = image.width, h = image.height
-        let c = 0.70710678118654752
-        let size = Int((Double(w + h) * c).rounded(.up))
-        let fill = lightLevel(image)
-        var out = [UInt8](repeating: fill, count: size * size)
-        let cx = Double(w) / 2, cy = Double(h) / 2, half = Double(size) / 2
-        image.pixels.withUnsafeBufferPointer { p in
-            for y in 0..<size {
-                let dy = Double(y) - half
-                for x in 0..<size {
-                    let dx = Double(x) - half
-                    let sx = Int(c * dx + c * dy + cx), sy = Int(-c * dx + c * dy + cy)
-                    if sx >= 0, sx < w, sy >= 0, sy < h { out[y * size + x] = p[sy * w + sx] }
-                }
-            }
-        }
-        // Bounds are not mapped through a 45° turn: report the whole original image.
-        var result = GrayImage(width: size, height: size, pixels: out)
-        result.original = image.original ?? (Int((Double(w) * image.scale).rounded()), Int((Double(h) * image.scale).rounded()))
         return result
     }
 

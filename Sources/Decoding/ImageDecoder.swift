@@ -87,11 +87,7 @@ enum ImageTransform: Equatable {
     case padUpscale(Int)
     case stretch
     case threshold
-    case invert
-    case rotate45
     case sharpen
-    case padUpscaleNearest(Int)
-    case thresholdRadius(Int)
     indirect case then(ImageTransform, ImageTransform)
 
     var name: String {
@@ -101,11 +97,7 @@ enum ImageTransform: Equatable {
         case .padUpscale(let f): return "pad-upscale-\(f)x"
         case .stretch: return "contrast-stretch"
         case .threshold: return "adaptive-threshold"
-        case .invert: return "invert"
-        case .rotate45: return "rotate-45"
         case .sharpen: return "sharpen"
-        case .padUpscaleNearest(let f): return "pad-upscale-nearest-\(f)x"
-        case .thresholdRadius(let r): return "threshold-r\(r)"
         case .then(let a, let b): return a.name + "+" + b.name
         }
     }
@@ -119,12 +111,7 @@ enum ImageTransform: Equatable {
         case .stretch: return GrayTransforms.stretchContrast(image)
         case .threshold:
             return GrayTransforms.adaptiveThreshold(image, radius: max(7, min(image.width, image.height) / 16))
-        case .invert: return GrayTransforms.invert(image)
-        case .rotate45: return GrayTransforms.rotate45(image)
         case .sharpen: return GrayTransforms.sharpen(image)
-        case .padUpscaleNearest(let f):
-            return GrayTransforms.upscaleNearest(GrayTransforms.pad(image, margin: max(8, min(image.width, image.height) / 8)), by: f)
-        case .thresholdRadius(let r): return GrayTransforms.adaptiveThreshold(image, radius: r)
         case .then(let a, let b): return b.apply(to: a.apply(to: image))
         }
     }
