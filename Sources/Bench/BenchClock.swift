@@ -31,7 +31,7 @@ public enum BenchClock {
     private static func readTwo(_ f: UnsafeMutablePointer<FILE>, _ a: UnsafeMutablePointer<Int>, _ b: UnsafeMutablePointer<Int>) -> Bool {
         var buffer = [CChar](repeating: 0, count: 256)
         guard fgets(&buffer, Int32(buffer.count), f) != nil else { return false }
-        let fields = String(cString: buffer).split(separator: " ")
+        let fields = cText(buffer).split(separator: " ")
         guard fields.count >= 2, let x = Int(fields[0]), let y = Int(fields[1]) else { return false }
         a.pointee = x
         b.pointee = y
@@ -58,4 +58,9 @@ public struct Percentiles: Sendable {
         return sorted[rank]
     }
     public var count: Int { sorted.count }
+}
+
+/// The text of a NUL-terminated C buffer (as fgets fills it).
+func cText(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -107,7 +107,7 @@ public struct DaemonProcess {
         defer { fclose(f) }
         var line = [CChar](repeating: 0, count: 512)
         while fgets(&line, Int32(line.count), f) != nil {
-            let text = String(cString: line)
+            let text = cText(line)
             if text.hasPrefix("VmRSS:") {
                 let kb = text.split(separator: " ").compactMap { Double($0) }.first ?? 0
                 return kb / 1024

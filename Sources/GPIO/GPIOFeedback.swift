@@ -70,13 +70,14 @@ public final class GPIOFeedback: EventSink {
         mailbox.post(status: status, pattern: patterns.forStatus(status))
     }
 
-    /// Blocks until no read feedback is playing (or `timeoutMilliseconds` passed): for `--oneshot`,
-    /// to let the good-read pattern finish before `close`. True when idle.
-    @discardableResult
+    /// Lets the running read feedback finish (end of a replay, `--oneshot`); see `waitUntilIdle`.
     public func finishPending(timeoutMilliseconds: Int) {
         _ = waitUntilIdle(timeoutMilliseconds: timeoutMilliseconds)
     }
 
+    /// Blocks until no read feedback is playing (or `timeoutMilliseconds` passed): for `--oneshot`,
+    /// to let the good-read pattern finish before `close`. True when idle.
+    @discardableResult
     public func waitUntilIdle(timeoutMilliseconds: Int) -> Bool {
         let done = DispatchSemaphore(value: 0)
         guard mailbox.addIdleWaiter(done) else { return true }
