@@ -89,7 +89,7 @@ enum DecodeImageCommand {
             do {
                 image = try ImageFile.read(path: path)
             } catch {
-                Logger.writeToStderr("scangate: " + Logger.escape(error.message))
+                Logger.writeToStderr("scangate: " + Logger.escapeControls(error.message))
                 unreadable = true
                 continue
             }

@@ -49,7 +49,7 @@ public enum DoctorCommand {
     static func run(_ arguments: [String]) -> Int32 {
         let outcome = execute(arguments)
         if !outcome.stdout.isEmpty { _ = FileDescriptor(rawValue: 1).writeAll(Array((outcome.stdout + "\n").utf8)) }
-        if let message = outcome.stderr { Logger.writeToStderr("scangate doctor: " + Logger.escape(message)) }
+        if let message = outcome.stderr { Logger.writeToStderr("scangate doctor: " + Logger.escapeControls(message)) }
         return outcome.exitCode
     }
 

@@ -55,7 +55,7 @@ public enum ScanGateCommand {
 
 /// One line on stderr naming what is wrong; exit 2.
 func usageError(_ message: String) -> Int32 {
-    Logger.writeToStderr("scangate: " + Logger.escape(message))
+    Logger.writeToStderr("scangate: " + Logger.escapeControls(message))
     return ExitCode.usage.rawValue
 }
 

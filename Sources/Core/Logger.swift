@@ -59,7 +59,7 @@ public final class Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String, rateLimitKey: String? = nil) {
         guard isEnabled(level) else { return }
-        var text = Logger.escape(message())
+        var text = Logger.escapeControls(message())
         if let key = rateLimitKey {
             let now = MonotonicNow.seconds()
             let decision: String?? = state.withLock { s in
@@ -86,13 +86,21 @@ public final class Logger: Sendable {
     public func info(_ m: @autoclosure () -> String) { log(.info, m()) }
     public func debug(_ m: @autoclosure () -> String) { log(.debug, m()) }
 
-    /// Escapes control characters (C0, DEL, C1) and backslash as \xNN so no escape sequence reaches a log.
-    public static func escape(_ text: String) -> String {
+    /// Escapes control characters (C0, DEL, C1) and backslash as \xNN (and \\), so no escape sequence
+    /// reaches a log and an escaped payload cannot be mistaken for another: for untrusted payload text.
+    public static func escape(_ text: String) -> String { escape(text, backslash: true) }
+
+    /// Escapes control characters only: every log line goes through this, so no terminal escape
+    /// sequence reaches a log even from a message that was put together carelessly. Backslashes are
+    /// left alone, so payloads already escaped with `escape` are not escaped twice.
+    public static func escapeControls(_ text: String) -> String { escape(text, backslash: false) }
+
+    private static func escape(_ text: String, backslash: Bool) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
             let v = scalar.value
-            if v < 0x20 || v == 0x7F || (0x80...0x9F).contains(v) || scalar == "\\" {
+            if v < 0x20 || v == 0x7F || (0x80...0x9F).contains(v) || (backslash && scalar == "\\") {
                 if scalar == "\\" { out += "\\\\"; continue }
                 let hex = String(v, radix: 16, uppercase: true)
                 out += "\\x" + (hex.count == 1 ? "0" + hex : hex)

@@ -3,6 +3,7 @@ import Core
 import Outputs
 import Platform
 import FoundationEssentials
+import Synchronization
 
 final class OutputTests: XCTestCase {
     func event(_ data: [UInt8], verdict: Verdict = .accepted) -> ReadEvent {
@@ -85,5 +86,19 @@ final class OutputTests: XCTestCase {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n")
         XCTAssertEqual(lines.count, 2)
         XCTAssertEqual(try parse(String(lines[1]))["data"] as? String, "two\nthree")
+    }
+}
+
+final class LoggerEscapingTests: XCTestCase {
+    /// A payload is escaped once (control bytes as \xNN, a backslash doubled), and the log line keeps
+    /// that as it is; a control byte that reaches log() unescaped is still escaped there.
+    func testPayloadEscapedOnceAndControlsNeverReachTheLog() {
+        let lines = Mutex<[String]>([])
+        let logger = Logger(level: .info) { line in lines.withLock { $0.append(line) } }
+        let payload = Logger.escape(bytes: Array("A\r\n\u{1B}[2J\\B".utf8))
+        XCTAssertEqual(payload, "A\\x0D\\x0A\\x1B[2J\\\\B")
+        logger.info("read \(payload)")
+        logger.info("raw \u{1B}[31mred\u{7}")
+        XCTAssertEqual(lines.withLock { $0 }, ["<6>read A\\x0D\\x0A\\x1B[2J\\\\B", "<6>raw \\x1B[31mred\\x07"])
     }
 }
