@@ -16,7 +16,7 @@ enum MakeCodeCommand {
           --bar-height N     1D codes: bar height in pixels in the image file (default 50 modules)
           --quiet N          quiet zone in modules (default 4 for QR, 12 for 1D codes)
           --out FILE         write FILE.png or FILE.pgm instead of drawing in the terminal
-          --escapes          TEXT may hold C escapes: \(CEscapes.allowed)
+          --escapes          TEXT may hold C escapes: \(PayloadEscapes.allowed)
           --data-file FILE   take the payload bytes from FILE (binary-safe) instead of TEXT
         Exit: 0 done, 2 bad flag, payload or file.
         """
@@ -94,7 +94,7 @@ enum MakeCodeCommand {
         case (nil, .some(let file)): payload = try FileBytes.read(path: file)
         case (.some(let text), nil):
             if o.escapes {
-                do { payload = try CEscapes.decode(text) } catch { throw UsageError("TEXT: \(error.description)") }
+                do { payload = try PayloadEscapes.decode(text) } catch { throw UsageError("TEXT: \(error.description)") }
             } else {
                 payload = Array(text.utf8)
             }

@@ -49,10 +49,12 @@ public struct Y4MHeader: Equatable, Sendable {
             case "H": height = Int(value)
             case "F":
                 let parts = value.split(separator: ":")
-                guard parts.count == 2, let n = Double(parts[0]), let d = Double(parts[1]) else {
-                    throw UsageError("cannot read \(name): bad Y4M frame rate 'F\(value)' (want F num:den)")
+                // Whole numbers, as the format defines them: a num:den in floating point could make
+                // the rate 0 or infinite (F1:1e400).
+                guard parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]) else {
+                    throw UsageError("cannot read \(name): bad Y4M frame rate 'F\(value)' (want F num:den, whole numbers)")
                 }
-                if n > 0 && d > 0 { fps = n / d }
+                if n > 0 && d > 0 { fps = Double(n) / Double(d) }
             case "C":
                 guard let c = Chroma(rawValue: value) else {
                     let allowed = Chroma.allCases.map(\.rawValue).joined(separator: ", ")

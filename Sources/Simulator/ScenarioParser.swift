@@ -113,7 +113,7 @@ public enum ScenarioParser {
         }
         let payload: [UInt8]
         do {
-            payload = try CEscapes.decode(payloadToken.text)
+            payload = try PayloadEscapes.decode(payloadToken.text)
         } catch {
             throw UsageError("\(at): payload: \(error.description)")
         }

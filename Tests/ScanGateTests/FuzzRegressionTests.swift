@@ -1,6 +1,7 @@
 import Config
 import Core
 import Decoding
+import Images
 import XCTest
 
 /// Inputs the libFuzzer targets (Tests/Fuzz) found, fed to the same functions with the same invariant.
@@ -20,6 +21,17 @@ final class FuzzRegressionTests: XCTestCase {
     /// Found by `config`: `camera-control = exf3m/,evms = 1500` was taken as one control named
     /// "exf3m/,evms"; check-config printed it comma-separated as two lines that do not read back.
     /// A control name with a comma is now refused, naming the key.
+    /// Found by the y4m target: a frame rate num:den in floating point could come out as 0 or infinity
+    /// (F1:1E400). Y4M rates are whole numbers; anything else is refused with the file's name.
+    func testY4MFrameRateMustBeWholeNumbers() {
+        for rate in ["1:1E400", "1E400:1", "0.5:1", "30:1e-300"] {
+            XCTAssertThrowsError(try Y4MHeader.parse(line: Array("YUV4MPEG2 W4 H4 F\(rate) Cmono".utf8), name: "clip.y4m"), rate) { error in
+                XCTAssertTrue("\(error)".contains("clip.y4m") && "\(error)".contains("frame rate"), "\(error)")
+            }
+        }
+        XCTAssertEqual(try Y4MHeader.parse(line: Array("YUV4MPEG2 W4 H4 F30000:1001 Cmono".utf8), name: "clip.y4m").fps ?? 0, 29.97, accuracy: 0.01)
+    }
+
     func testCameraControlNameWithACommaIsRefused() throws {
         let text = "[camera]\ncamera = idth \u{1D} 640\nheight = 480\nfps = 15\ncamera-control = exf3m/,evms = 1500\n"
         var settings = RunSettings()

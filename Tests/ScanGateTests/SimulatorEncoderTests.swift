@@ -92,11 +92,11 @@ final class SimulatorEncoderTests: XCTestCase {
     }
 
     func testCEscapes() throws {
-        XCTAssertEqual(try CEscapes.decode(#"a\x00\r\n\\\"\t\e\xfFz"#), [0x61, 0, 13, 10, 0x5C, 0x22, 9, 0x1B, 0xFF, 0x7A])
-        XCTAssertEqual(try CEscapes.decode("é"), [0xC3, 0xA9])
-        XCTAssertThrowsError(try CEscapes.decode(#"\q"#)) { XCTAssertTrue("\($0)".contains("unknown escape \\q")) }
-        XCTAssertThrowsError(try CEscapes.decode(#"\x4"#))
-        XCTAssertThrowsError(try CEscapes.decode("ab\\"))
+        XCTAssertEqual(try PayloadEscapes.decode(#"a\x00\r\n\\\"\t\e\xfFz"#), [0x61, 0, 13, 10, 0x5C, 0x22, 9, 0x1B, 0xFF, 0x7A])
+        XCTAssertEqual(try PayloadEscapes.decode("é"), [0xC3, 0xA9])
+        XCTAssertThrowsError(try PayloadEscapes.decode(#"\q"#)) { XCTAssertTrue("\($0)".contains("unknown escape \\q")) }
+        XCTAssertThrowsError(try PayloadEscapes.decode(#"\x4"#))
+        XCTAssertThrowsError(try PayloadEscapes.decode("ab\\"))
     }
 
     func testEffectsKeepTheCodeReadable() throws {
