@@ -9,6 +9,9 @@ public final class ImageDecoder {
     private let zbar: ZbarDecoder
     private let zxing: ZXingDecoder
     private let zxingGlobal: ZXingDecoder
+    /// zbar for QR only, when QR is wanted: the flattened-label pass looks for 2D codes on a sticker
+    /// (and so does not run zbar's DataBar decoder, which prints assertion warnings on such images).
+    private let zbarQR: ZbarDecoder?
     private let settings: DecoderSettings
     /// The pass that found the symbols of the last `decode` call (nil: nothing found).
     public private(set) var lastPass: String?
@@ -18,6 +21,9 @@ public final class ImageDecoder {
         zbar = try ZbarDecoder(settings: settings)
         zxing = ZXingDecoder(settings: settings)
         zxingGlobal = ZXingDecoder(settings: settings, binarizer: .globalHistogram)
+        var qrOnly = settings
+        qrOnly.symbologies = settings.symbologies.intersection([.qr])
+        zbarQR = qrOnly.symbologies.isEmpty ? nil : try ZbarDecoder(settings: qrOnly)
     }
 
     /// The passes tried for an image of this size, in order. Every pass here read at least one
@@ -37,6 +43,7 @@ public final class ImageDecoder {
         passes.append(ImagePass(.zxing, .none))
         if longest <= 1000 { passes.append(ImagePass(.zxing, .padUpscale(2))) }
         passes.append(ImagePass(.zxingGlobal, .none))
+        passes.append(ImagePass(.zbarQR, .labelUnwarp))
         return passes
     }
 
@@ -56,12 +63,14 @@ public final class ImageDecoder {
 
     /// One pass: transform, scan, map bounds back to the original image.
     func run(_ pass: ImagePass, on original: GrayImage) -> [DecodedSymbol] {
-        let image = pass.transform.apply(to: original)
+        if pass.engine == .zbarQR && zbarQR == nil { return [] }
+        guard let image = pass.transform.apply(to: original) else { return [] }
         let found: [DecodedSymbol]
         switch pass.engine {
         case .zbar: found = zbar.decode(width: image.width, height: image.height, luma: image.pixels)
         case .zxing: found = zxing.decode(width: image.width, height: image.height, luma: image.pixels)
         case .zxingGlobal: found = zxingGlobal.decode(width: image.width, height: image.height, luma: image.pixels)
+        case .zbarQR: found = zbarQR?.decode(width: image.width, height: image.height, luma: image.pixels) ?? []
         }
         return found.map {
             var s = $0
@@ -73,7 +82,7 @@ public final class ImageDecoder {
 
 /// One way of looking at an image again: which decoder, over which copy of the image.
 struct ImagePass: Equatable {
-    enum Engine: String { case zbar, zxing, zxingGlobal = "zxing-global" }
+    enum Engine: String { case zbar, zxing, zxingGlobal = "zxing-global", zbarQR = "zbar-qr" }
     var engine: Engine
     var transform: ImageTransform
     init(_ engine: Engine, _ transform: ImageTransform) { self.engine = engine; self.transform = transform }
@@ -88,6 +97,7 @@ enum ImageTransform: Equatable {
     case stretch
     case threshold
     case sharpen
+    case labelUnwarp
     indirect case then(ImageTransform, ImageTransform)
 
     var name: String {
@@ -98,11 +108,14 @@ enum ImageTransform: Equatable {
         case .stretch: return "contrast-stretch"
         case .threshold: return "adaptive-threshold"
         case .sharpen: return "sharpen"
+        case .labelUnwarp: return "label-unwarp"
         case .then(let a, let b): return a.name + "+" + b.name
         }
     }
 
-    func apply(to image: GrayImage) -> GrayImage {
+    /// The transformed copy, or nil when the transform does not apply to this image (no label to
+    /// flatten): the pass is then skipped.
+    func apply(to image: GrayImage) -> GrayImage? {
         switch self {
         case .none: return image
         case .downscale(let f): return GrayTransforms.downscale(image, by: f)
@@ -112,7 +125,8 @@ enum ImageTransform: Equatable {
         case .threshold:
             return GrayTransforms.adaptiveThreshold(image, radius: max(7, min(image.width, image.height) / 16))
         case .sharpen: return GrayTransforms.sharpen(image)
-        case .then(let a, let b): return b.apply(to: a.apply(to: image))
+        case .labelUnwarp: return LabelUnwarp.apply(image)
+        case .then(let a, let b): return a.apply(to: image).flatMap { b.apply(to: $0) }
         }
     }
 }

@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 /// Accuracy floors on the real-photo corpus (../shared/corpus next to the repository, as on CI).
-/// Achieved in release: QR 98/104, 1D 219/259 with 5 misreads (docs/accuracy.md); the floors leave
-/// one image of slack so a harmless change of pass order does not fail, while a lost technique does.
+/// Achieved in release: QR 100/104, 1D 219/259 with 5 misreads (docs/accuracy.md). The QR floor is
+/// issue 6's goal itself; the 1D floor leaves one image of slack below what is achieved (the goal
+/// is 205), so a harmless change of pass order does not fail while a lost technique does.
 final class AccuracyTests: XCTestCase {
     /// The corpus: ../shared/corpus beside the repository root (CI), or ../../shared/corpus (a git
     /// worktree under /work/wt/NAME).
@@ -28,7 +29,7 @@ final class AccuracyTests: XCTestCase {
         print(report)
         XCTAssertEqual(qr.cases, 104)
         XCTAssertEqual(linear.cases, 259)
-        XCTAssertGreaterThanOrEqual(qr.strict, 97, "QR reads fell below the floor:\n\(report.failures.joined(separator: "\n"))")
+        XCTAssertGreaterThanOrEqual(qr.strict, 100, "QR reads fell below the floor:\n\(report.failures.joined(separator: "\n"))")
         XCTAssertGreaterThanOrEqual(linear.strict, 218, "1D reads fell below the floor:\n\(report.failures.joined(separator: "\n"))")
         XCTAssertLessThanOrEqual(qr.misreads + linear.misreads, 6, "more misreads than zbarimg's 6:\n\(report.failures.joined(separator: "\n"))")
     }
