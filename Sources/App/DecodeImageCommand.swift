@@ -14,8 +14,9 @@ enum DecodeImageCommand {
                scangate decode-image --corpus DIR [--verbose]
 
         Decodes the codes in PNG, JPEG or PGM images and prints each payload on its own line, as raw bytes.
-        When one zbar pass finds nothing, further passes look at rescaled, contrast-stretched, thresholded
-        and rotated copies (docs/accuracy.md).
+        When one zbar pass finds nothing, further passes look at rescaled, contrast-stretched and thresholded
+        copies, then zxing-cpp's, and last a light sticker on a darker, wavy surface flattened by its
+        outline (docs/accuracy.md).
           --symbologies LIST   codes to look for (default: all of \(Symbology.cliNames))
           --no-test-inverted   do not also look for light-on-dark codes
           --native-upc         UPC-A as 12 digits and UPC-E as 8 (default: the 13-digit GTIN form)

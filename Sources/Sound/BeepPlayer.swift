@@ -117,6 +117,7 @@ final class BeepPlayer {
         var position = 0
         var end = samples.count
         var cut = false
+        let underrunsBefore = device.underruns
         do throws(ALSAError) {
             while position < end {
                 if !cut && mailbox.hasNews {
@@ -135,6 +136,13 @@ final class BeepPlayer {
             try device.drain(within: Self.drainBoundMilliseconds)
             logger.debug(cut ? "beep: \(pattern) cut short on \(settings.device)"
                              : "beep: played \(pattern) on \(settings.device)")
+            let underruns = device.underruns - underrunsBefore
+            if underruns > 0 {
+                logger.warning("beep: \(pattern) on ALSA device \(settings.device) had \(underruns) underrun"
+                               + "\(underruns == 1 ? "" : "s"): the device ran out of samples, so the beep has a gap "
+                               + "(the beep thread was not scheduled in time: CPU overload?)",
+                               rateLimitKey: "beep-underrun:\(settings.device)")
+            }
         } catch {
             unavailable(error, action: "lost")
         }

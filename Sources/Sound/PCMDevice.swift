@@ -18,6 +18,9 @@ public final class PCMDevice {
     /// Buffer latency asked of snd_pcm_set_params: short, so a beep starts and stops quickly.
     public static let defaultLatencyMicroseconds: UInt32 = 30_000
 
+    /// Underruns recovered so far (-EPIPE: the device ran out of samples, so what it played has a gap).
+    public private(set) var underruns = 0
+
     private let calls: any ALSACalls
     private var handle: OpaquePointer?
     private var interleaved: [Int16] = []
@@ -154,6 +157,7 @@ public final class PCMDevice {
     private func recover(_ code: Int32, after operation: String) throws(ALSAError) {
         guard let pcm = handle else { throw error(operation, -EBADFD) }
         guard code == -EPIPE || code == -ESTRPIPE || code == -EINTR else { throw error(operation, code) }
+        if code == -EPIPE { underruns += 1 }
         let recovered = calls.pcmRecover(pcm, code)
         guard recovered >= 0 else {
             throw ALSAError("snd_pcm_recover after \(operation) failed with \(calls.errorText(code)),",

@@ -80,7 +80,7 @@ def alsa_loopback_tone(rig):
     run("aplay", "-q", "-D", "hw:Loopback,0,0", "/tmp/tone.wav", timeout=20)
     found = recorder.wait(timeout=20)
     require(len(found) == 1, f"expected one tone on hw:Loopback,1,0, found {len(found)}: {found}")
-    _, duration, hz, peak = found[0]
+    duration, hz, peak = found[0].duration, found[0].hz, found[0].peak
     require(abs(hz - 1000) <= 20, f"tone came back at {hz:.0f} Hz, not 1000 Hz")
     require(abs(duration - 0.5) <= 0.05, f"tone came back lasting {duration * 1000:.0f} ms, not 500 ms")
     return f"1000 Hz / 500 ms played on hw:Loopback,0,0 captured as {hz:.0f} Hz / {duration * 1000:.0f} ms, peak {peak:.2f}"

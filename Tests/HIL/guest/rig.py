@@ -3,6 +3,7 @@ and one small helper per device (vivid, gpio-sim, the ALSA loopback, the UART, t
 
 Every wait has a deadline; nothing synchronises on a fixed sleep.
 """
+import collections
 import fcntl
 import json
 import mmap
@@ -497,10 +498,15 @@ class Recorder:
         return tones(self.path)
 
 
+Tone = collections.namedtuple("Tone", "start duration hz peak gaps")
+
+
 def tones(path, threshold=0.02):
-    """The tones in a mono S16 WAV: [(start s, duration s, frequency Hz, peak 0..1)]: runs of samples
-    above `threshold` (of full scale; the loopback carries digital silence between tones) split at
-    silences of 5 ms or more. Frequency from the zero crossings inside each tone."""
+    """The tones in a mono S16 WAV: [Tone(start s, duration s, frequency Hz, peak 0..1, gaps)]: runs of
+    samples above `threshold` (of full scale; the loopback carries digital silence between tones)
+    split at silences of 5 ms or more. The frequency is the median of the periods between rising zero
+    crossings, so a short gap inside a tone (an underrun: the player fell behind) does not bend it;
+    `gaps` counts such silences of 1 ms or more inside the tone."""
     import struct
     import wave
     with wave.open(path) as w:
@@ -509,26 +515,29 @@ def tones(path, threshold=0.02):
         n = w.getnframes()
         samples = struct.unpack(f"<{n}h", w.readframes(n))
     level = threshold * 32768
-    gap = int(0.005 * rate)
-    segments, start, last_loud = [], None, None
+    split, short = int(0.005 * rate), int(0.001 * rate)
+    segments, start, last_loud, gaps = [], None, None, 0
     for i, s in enumerate(samples):
         if abs(s) >= level:
             if start is None:
                 start = i
+            elif i - last_loud > short:
+                gaps += 1
             last_loud = i
-        elif start is not None and i - last_loud > gap:
-            segments.append((start, last_loud))
-            start = None
+        elif start is not None and i - last_loud > split:
+            segments.append((start, last_loud, gaps))
+            start, gaps = None, 0
     if start is not None:
-        segments.append((start, last_loud))
+        segments.append((start, last_loud, gaps))
     out = []
-    for a, b in segments:
+    for a, b, g in segments:
         part = samples[a:b + 1]
-        crossings = [i for i in range(1, len(part)) if (part[i - 1] < 0) != (part[i] < 0)]
-        hz = 0.0
-        if len(crossings) >= 2:
-            hz = (len(crossings) - 1) / 2 / ((crossings[-1] - crossings[0]) / rate)
-        out.append((a / rate, (b - a + 1) / rate, hz, max(abs(s) for s in part) / 32768))
+        # Rising crossings, placed between the two samples by linear interpolation.
+        rising = [i - 1 + -part[i - 1] / (part[i] - part[i - 1])
+                  for i in range(1, len(part)) if part[i - 1] < 0 <= part[i]]
+        periods = sorted(q - p for p, q in zip(rising, rising[1:]))
+        hz = rate / periods[len(periods) // 2] if periods else 0.0
+        out.append(Tone(a / rate, (b - a + 1) / rate, hz, max(abs(s) for s in part) / 32768, g))
     return out
 
 
