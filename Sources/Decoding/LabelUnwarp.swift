@@ -1,3 +1,5 @@
+import Core
+
 /// Flattening of a light label seen against a darker background: a printed sticker on a shirt or a
 /// bag, a tag on a curved surface. The cloth's waves bend the label's outline and the code inside it
 /// alike, so neither zbar's homography nor zxing's can follow the code's grid. Mapping the label's
@@ -6,12 +8,19 @@
 ///
 /// Only images with such a label are touched: the largest light region (Otsu threshold, 4-connected)
 /// must lie wholly inside the image, cover at least 5% of it and have four distinct corners.
-enum LabelUnwarp {
+public enum LabelUnwarp {
     /// Output pixels per input pixel along the label's outline: measured on the corpus, zbar reads
     /// the flattened stickers at 2 and misses half of them at 1 (docs/accuracy.md).
     static let defaultScale = 2.0
     /// Longest side of the flattened copy, whatever the label's size.
-    static let maxSide = 1600
+    public static let maxSide = 1600
+
+    /// The flattened label of a luma image, or nil when it has none (the public face of `apply`, for
+    /// the fuzz target and tools).
+    public static func flatten(width: Int, height: Int, luma: [UInt8]) -> FlattenedLabel? {
+        guard width > 0, height > 0, luma.count == width * height else { return nil }
+        return apply(GrayImage(width: width, height: height, pixels: luma)).map(FlattenedLabel.init)
+    }
 
     /// The flattened label, or nil when the image has no light label lying wholly inside it.
     static func apply(_ image: GrayImage, scale: Double = defaultScale) -> GrayImage? {
@@ -226,4 +235,14 @@ struct LabelPatch {
             x: (1 - v) * t.x + v * b.x + (1 - u) * l.x + u * r.x - (w00 * c00.x + w10 * c10.x + w01 * c01.x + w11 * c11.x),
             y: (1 - v) * t.y + v * b.y + (1 - u) * l.y + u * r.y - (w00 * c00.y + w10 * c10.y + w01 * c01.y + w11 * c11.y))
     }
+}
+
+/// A flattened label: its pixels, and how a rectangle in them maps back to the photo's pixels.
+public struct FlattenedLabel {
+    let image: GrayImage
+    public var width: Int { image.width }
+    public var height: Int { image.height }
+    public var luma: [UInt8] { image.pixels }
+    /// The bounding box, in the photo's pixels, of rectangle `r` of the flattened label.
+    public func mapBack(_ r: Rect) -> Rect { image.mapBack(r) }
 }

@@ -20,6 +20,8 @@ enum FuzzTargets {
         FuzzTarget(name: "filter", summary: "PayloadFilter.verdict", run: PayloadFuzz.filter),
         FuzzTarget(name: "eventline", summary: "EventLine.json / EventLine.text", run: OutputFuzz.eventLine),
         FuzzTarget(name: "logescape", summary: "Logger.escape(bytes:) and Logger.escape(_:)", run: OutputFuzz.logEscape),
+        FuzzTarget(name: "labelunwarp", summary: "LabelUnwarp.flatten (decode-image's flattened-label pass)",
+                   run: DecodingFuzz.labelUnwarp),
     ]
 
     static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
