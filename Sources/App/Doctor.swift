@@ -19,7 +19,7 @@ public struct DoctorSystem {
     /// The /dev/videoN nodes present, for the fix of a missing camera.
     public var videoNodes: () -> [String]
 
-    public init(v4l2: any V4L2Calls = LibV4L2Calls(), gpiod: any GpiodCalls = SystemGpiodCalls(),
+    public init(v4l2: any V4L2Calls = SystemV4L2.calls(), gpiod: any GpiodCalls = SystemGpiodCalls(),
                 alsa: any ALSACalls = LibASound(), serial: any SerialSystemCalls = GlibcSerialSystemCalls(),
                 videoNodes: @escaping () -> [String] = { CameraNodes.videoNodes() }) {
         self.v4l2 = v4l2

@@ -30,7 +30,7 @@ public enum ListCamerasCommand {
                 return ExitCode.usage.rawValue
             }
         }
-        let calls = LibV4L2Calls()
+        let calls = SystemV4L2.calls()
         var found = 0
         for node in CameraNodes.videoNodes() {
             do {

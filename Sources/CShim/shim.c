@@ -70,6 +70,7 @@ void *shim_v4l2_mmap(void *start, size_t length, int prot, int flags, int fd, in
     return v4l2_mmap(start, length, prot, flags, fd, offset);
 }
 int shim_v4l2_munmap(void *start, size_t length) { return v4l2_munmap(start, length); }
+int shim_ioctl(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }
 
 static void silent_alsa_handler(const char *file, int line, const char *function, int err, const char *fmt, ...) {
     (void)file; (void)line; (void)function; (void)err; (void)fmt;

@@ -118,6 +118,9 @@ struct CameraControls {
                 id = answer.id | next
             case .failure(let e) where e.errno == .invalidArgument:
                 return out
+            case .failure(let e) where e.errno.rawValue == ENOTTY:
+                // No controls at all (vimc's capture nodes; libcamera's v4l2-compat).
+                return out
             case .failure(let e):
                 throw e
             }

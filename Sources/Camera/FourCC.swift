@@ -26,6 +26,8 @@ public struct FourCC: Hashable, Sendable, CustomStringConvertible {
     public static let nv12 = FourCC(rawValue: 0x3231_564E)  // 'NV12'
     public static let yu12 = FourCC(rawValue: 0x3231_5559)  // 'YU12' (V4L2_PIX_FMT_YUV420)
     public static let yv12 = FourCC(rawValue: 0x3231_5659)  // 'YV12' (V4L2_PIX_FMT_YVU420)
+    public static let rgb3 = FourCC(rawValue: 0x3342_4752)  // 'RGB3' (V4L2_PIX_FMT_RGB24: R, G, B bytes)
+    public static let bgr3 = FourCC(rawValue: 0x3352_4742)  // 'BGR3' (V4L2_PIX_FMT_BGR24: B, G, R bytes)
     public static let mjpg = FourCC(rawValue: 0x4750_4A4D)  // 'MJPG'
     public static let jpeg = FourCC(rawValue: 0x4745_504A)  // 'JPEG' (some UVC cameras)
 }

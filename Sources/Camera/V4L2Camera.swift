@@ -34,7 +34,7 @@ public final class V4L2Camera: FrameSource {
     private var session: Session?
 
     public convenience init(device: String, settings: CaptureSettings, logger: Logger) {
-        self.init(device: device, settings: settings, logger: logger, calls: LibV4L2Calls())
+        self.init(device: device, settings: settings, logger: logger, calls: SystemV4L2.calls())
     }
 
     /// With another implementation of the V4L2 calls (tests use a scripted device).
@@ -118,7 +118,8 @@ public final class V4L2Camera: FrameSource {
         try device.streamOn().get()
         session.streaming = true
         logger.info("camera \(self.device) (\(capability.card), driver \(capability.driver)): streaming "
-                    + "\(format.fourcc) \(format.width)x\(format.height) with \(granted) buffers")
+                    + "\(format.fourcc) \(format.width)x\(format.height) with \(granted) buffers"
+                    + (calls is KernelV4L2Calls ? ", through libcamera's v4l2-compat" : ""))
     }
 
     // MARK: frames
@@ -192,7 +193,7 @@ public final class V4L2Camera: FrameSource {
         }
         let bytes = session.buffers.bytes(of: buffer)
         switch format.layout {
-        case .packed:
+        case .packed, .rgb:
             guard let luma = format.layout.extract(from: bytes, width: format.width, height: format.height,
                                                    bytesPerLine: format.bytesPerLine) else {
                 logger.warning("camera \(device): short frame (\(bytes.count) bytes for \(format.fourcc) "

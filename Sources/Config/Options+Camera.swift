@@ -57,7 +57,7 @@ extension OptionTable {
                    apply: { s, v in s.capture.frameTimeoutMs = try ParseValue.int(v, in: 100...60000) },
                    show: { String($0.capture.frameTimeoutMs) }),
         OptionSpec("pixel-format", .camera, .value(placeholder: "FORMAT"), default: "auto",
-                   help: "V4L2 format to ask for: auto (best offered: GREY, YUYV, UYVY, NV12, YU12, YV12, then MJPG), GREY, YUYV, UYVY, NV12, YU12, MJPG",
+                   help: "V4L2 format to ask for: auto (best offered: GREY, YUYV, UYVY, NV12, YU12, YV12, RGB3, BGR3, then MJPG), GREY, YUYV, UYVY, NV12, YU12, RGB3, BGR3, MJPG",
                    apply: { s, v in
                        guard let format = CapturePixelFormat(name: v.trimmingSpaces) else {
                            let names = CapturePixelFormat.allCases.map(\.rawValue).joined(separator: ", ")

@@ -32,7 +32,8 @@ public struct CameraControl: Equatable, Sendable {
 
 /// `--pixel-format`: V4L2 formats whose luma ScanGate reads without conversion (MJPG: decoded to gray).
 public enum CapturePixelFormat: String, CaseIterable, Sendable {
-    case auto, grey = "GREY", yuyv = "YUYV", uyvy = "UYVY", nv12 = "NV12", yu12 = "YU12", mjpg = "MJPG"
+    case auto, grey = "GREY", yuyv = "YUYV", uyvy = "UYVY", nv12 = "NV12", yu12 = "YU12", rgb3 = "RGB3", bgr3 = "BGR3",
+         mjpg = "MJPG"
 
     /// Accepts the names in any case: `auto`, `GREY`, `yuyv`, ...
     public init?(name: String) {

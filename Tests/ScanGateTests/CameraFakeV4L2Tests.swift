@@ -202,7 +202,7 @@ final class FakeV4L2Device: V4L2Calls {
             let chosen = format(f.pointee.fmt.pix.pixelformat) ?? formats[0]
             let wanted = FrameSize(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height))
             let size = chosen.sizes.contains(wanted) ? wanted : chosen.sizes[0]
-            let bytesPerPixel = [FourCC.yuyv, .uyvy].contains(chosen.fourcc) ? 2 : 1
+            let bytesPerPixel = [FourCC.yuyv, .uyvy].contains(chosen.fourcc) ? 2 : [FourCC.rgb3, .bgr3].contains(chosen.fourcc) ? 3 : 1
             let bpl = chosen.fourcc == .mjpg ? 0 : size.width * bytesPerPixel + chosen.padding
             let planes = [FourCC.nv12, .yu12, .yv12].contains(chosen.fourcc) ? 3 : 2
             let image = chosen.fourcc == .mjpg ? size.width * size.height * 2 + 4096 : bpl * size.height * planes / 2

@@ -4,17 +4,37 @@ import Glibc
 import App
 import CV4L2
 import Core
+import Platform
 import XCTest
 @testable import Camera
 
 /// `scangate list-cameras`: what it says about a device, how it finds nodes and their by-id names.
 final class CameraListingTests: XCTestCase {
+    func testADeviceWithoutControlsIsListedWithNone() throws {
+        // vimc's capture nodes and libcamera's v4l2-compat answer VIDIOC_QUERYCTRL with ENOTTY.
+        let fake = FakeV4L2Device(formats: [.init(fourcc: .bgr3, sizes: [FrameSize(width: 640, height: 480)], rates: [30])])
+        fake.failures[.queryControl] = Errno(rawValue: ENOTTY)
+        let text = try XCTUnwrap(try CameraListing.describe("/dev/video4", links: [], calls: fake, allControls: false))
+        XCTAssertTrue(text.contains("BGR3 (Fake BGR3): 640x480 (30 fps)"), text)
+        XCTAssertFalse(text.contains("not readable"), text)
+    }
+
+    func testLibcameraCompatIsRecognisedInLDPreload() {
+        XCTAssertTrue(SystemV4L2.libcameraCompatPreloaded("/usr/lib/x86_64-linux-gnu/v4l2-compat.so"))
+        XCTAssertTrue(SystemV4L2.libcameraCompatPreloaded("/opt/x.so /usr/lib/aarch64-linux-gnu/libcamera/v4l2-compat.so"))
+        XCTAssertTrue(SystemV4L2.libcameraCompatPreloaded("/a.so:/usr/lib/v4l2-compat.so"))
+        XCTAssertFalse(SystemV4L2.libcameraCompatPreloaded(nil))
+        XCTAssertFalse(SystemV4L2.libcameraCompatPreloaded(""))
+        XCTAssertFalse(SystemV4L2.libcameraCompatPreloaded("/usr/lib/libv4l/v4l2convert.so"))
+        XCTAssertFalse(SystemV4L2.libcameraCompatPreloaded("/usr/lib/v4l2-compat.so.bak"))
+    }
+
     func testDescribesFormatsSizesRatesAndScanningControls() throws {
         let fake = FakeV4L2Device(formats: [
             .init(fourcc: .yuyv, sizes: [FrameSize(width: 640, height: 480), FrameSize(width: 1280, height: 720)],
                   rates: [30, 7.5]),
             .init(fourcc: .mjpg, sizes: [FrameSize(width: 1280, height: 720)], rates: [60]),
-            .init(fourcc: FourCC("RGB3")!, sizes: [FrameSize(width: 640, height: 480)], rates: [30]),
+            .init(fourcc: FourCC("BA81")!, sizes: [FrameSize(width: 640, height: 480)], rates: [30]),
         ])
         fake.controls = [
             .init(id: 0x0098_0900, name: "Brightness", minimum: 0, maximum: 255, defaultValue: 128, value: 140),
@@ -30,7 +50,7 @@ final class CameraListingTests: XCTestCase {
               formats:
                 YUYV (Fake YUYV): 640x480 (30, 7.5 fps), 1280x720 (30, 7.5 fps)
                 MJPG (Fake MJPG, compressed): 1280x720 (60 fps)
-                RGB3 (Fake RGB3, not readable by ScanGate): 640x480 (30 fps)
+                BA81 (Fake BA81, not readable by ScanGate): 640x480 (30 fps)
               controls (scanning-related; --all-controls for every one):
                 brightness (int): min 0 max 255 step 1 default 128 current 140
                 exposure_time_absolute (int): min 1 max 5000 step 1 default 156 current 156 [inactive]

@@ -23,7 +23,8 @@ final class CameraLumaTests: XCTestCase {
         try cam.open()
         defer { cam.close() }
         XCTAssertEqual(cam.format?.fourcc, fourcc)
-        XCTAssertEqual(cam.format?.bytesPerLine, fourcc == .mjpg ? 0 : width * ([.yuyv, .uyvy].contains(fourcc) ? 2 : 1) + padding)
+        let bytesPerPixel = [.yuyv, .uyvy].contains(fourcc) ? 2 : [.rgb3, .bgr3].contains(fourcc) ? 3 : 1
+        XCTAssertEqual(cam.format?.bytesPerLine, fourcc == .mjpg ? 0 : width * bytesPerPixel + padding)
         XCTAssertTrue(fake.deliver(bytes))
         return try XCTUnwrap(try cam.nextFrame())
     }
@@ -57,11 +58,57 @@ final class CameraLumaTests: XCTestCase {
         XCTAssertEqual(f.luma, luma)
     }
 
+    /// 24-bit RGB with padded rows: each pixel's BT.601 luma (0.299 R + 0.587 G + 0.114 B).
+    func rgbBytes(_ pixels: [(UInt8, UInt8, UInt8)], padding: Int, blueFirst: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        for y in 0..<height {
+            for x in 0..<width {
+                let (r, g, b) = pixels[y * width + x]
+                out += blueFirst ? [b, g, r] : [r, g, b]
+            }
+            out += [UInt8](repeating: 0xEE, count: padding)
+        }
+        return out
+    }
+
+    func testRGB3AndBGR3AreWeightedToLuma() throws {
+        // Pure colours, greys and mixes; expected: BT.601 luma in floating point, within 1 of 255.
+        let colours: [(UInt8, UInt8, UInt8)] = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255), (0, 0, 0),
+                                                (128, 128, 128), (200, 100, 50), (10, 20, 30)]
+        let pixels = (0..<(width * height)).map { colours[$0 % colours.count] }
+        let expected = pixels.map { 0.299 * Double($0.0) + 0.587 * Double($0.1) + 0.114 * Double($0.2) }
+        let rgb = try frame(.rgb3, padding: 6, bytes: rgbBytes(pixels, padding: 6, blueFirst: false))
+        let bgr = try frame(.bgr3, padding: 0, bytes: rgbBytes(pixels, padding: 0, blueFirst: true))
+        for f in [rgb, bgr] {
+            XCTAssertEqual(f.luma.count, expected.count)
+            for (got, want) in zip(f.luma, expected) { XCTAssertEqual(Double(got), want, accuracy: 1.0) }
+        }
+        XCTAssertEqual(rgb.luma, bgr.luma)
+    }
+
+    func testRGBIsPreferredOverMJPEGButNotOverYUV() throws {
+        let size = FrameSize(width: width, height: height)
+        var s = CaptureSettings()
+        s.width = width
+        s.height = height
+        for (offered, chosen) in [([FourCC.mjpg, .bgr3], FourCC.bgr3), ([.rgb3, .yuyv, .mjpg], .yuyv)] {
+            let fake = FakeV4L2Device(formats: offered.map { .init(fourcc: $0, sizes: [size]) })
+            let cam = V4L2Camera(device: "/dev/video0", settings: s, logger: Logger(level: .error), calls: fake)
+            try cam.open()
+            XCTAssertEqual(cam.format?.fourcc, chosen, "offered \(offered)")
+            cam.close()
+        }
+    }
+
     func testShortBufferIsRejectedByTheExtractor() {
         let bytes = [UInt8](repeating: 1, count: 10)
         bytes.withUnsafeBytes { raw in
             XCTAssertNil(LumaLayout.packed(step: 2, offset: 0).extract(from: raw, width: 4, height: 2, bytesPerLine: 8))
             XCTAssertNotNil(LumaLayout.packed(step: 1, offset: 0).extract(from: raw, width: 4, height: 2, bytesPerLine: 6))
+            // RGB: 3 bytes a pixel; 4x2 needs 12 + 12 (no padding), so 10 bytes are short.
+            XCTAssertNil(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 4, height: 2, bytesPerLine: 12))
+            XCTAssertNil(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 2, height: 2, bytesPerLine: 5))
+            XCTAssertNotNil(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 1, height: 2, bytesPerLine: 3))
         }
     }
 

@@ -116,11 +116,12 @@ final class CameraNegotiationTests: XCTestCase {
     }
 
     func testNoReadableFormatIsAUsageError() {
-        let rgb = FourCC("RGB3")!
-        let fake = FakeV4L2Device(formats: [.init(fourcc: rgb, sizes: [size])])
+        // 8-bit Bayer: what a Pi camera module's raw node offers without libcamera.
+        let bayer = FourCC("BA81")!
+        let fake = FakeV4L2Device(formats: [.init(fourcc: bayer, sizes: [size])])
         XCTAssertThrowsError(try camera(fake).open()) { error in
             let message = (error as? UsageError)?.message ?? "not a UsageError: \(error)"
-            XCTAssertTrue(message.contains("offers no format ScanGate reads (it offers RGB3"), message)
+            XCTAssertTrue(message.contains("offers no format ScanGate reads (it offers BA81"), message)
         }
     }
 
@@ -186,8 +187,10 @@ final class CameraNegotiationTests: XCTestCase {
         XCTAssertEqual(run.capture.pixelFormat, .yuyv)
         try option.apply(&run, "MJPG")
         XCTAssertEqual(option.show(run), "MJPG")
-        XCTAssertThrowsError(try option.apply(&run, "RGB3")) { error in
-            XCTAssertEqual("\(error)", "'RGB3' is not one of auto, GREY, YUYV, UYVY, NV12, YU12, MJPG")
+        try option.apply(&run, "bgr3")
+        XCTAssertEqual(run.capture.pixelFormat, .bgr3)
+        XCTAssertThrowsError(try option.apply(&run, "BA81")) { error in
+            XCTAssertEqual("\(error)", "'BA81' is not one of auto, GREY, YUYV, UYVY, NV12, YU12, RGB3, BGR3, MJPG")
         }
     }
 }

@@ -53,6 +53,9 @@ int shim_v4l2_close(int fd);
 int shim_v4l2_ioctl(int fd, unsigned long request, void *arg);
 void *shim_v4l2_mmap(void *start, size_t length, int prot, int flags, int fd, int64_t offset);
 int shim_v4l2_munmap(void *start, size_t length);
+/// ioctl(2) through libc (variadic, so not importable): the call an LD_PRELOAD shim such as libcamera's
+/// v4l2-compat.so intercepts, unlike libv4l2's raw syscalls.
+int shim_ioctl(int fd, unsigned long request, void *arg);
 
 // ---- ALSA ----
 /// Installs an error handler that prints nothing (ALSA would print to stderr when there is no card).

@@ -195,6 +195,18 @@ def to_yuyv(luma):
     return bytes(out)
 
 
+def to_rgb24(luma):
+    """R G B bytes: the luma as navy (dark) to yellow (light), so only correctly weighted RGB → luma
+    (ITU-R BT.601: 0.299 R + 0.587 G + 0.114 B) gives back the contrast (dark ≈ 16, light ≈ 213); a
+    reader taking one channel, or the mean, sees a washed-out or inverted code."""
+    dark, light = (0, 0, 140), (255, 225, 40)
+    out = bytearray(len(luma) * 3)
+    for channel in range(3):
+        table = bytes(round(dark[channel] + (light[channel] - dark[channel]) * v / 255) for v in range(256))
+        out[channel::3] = luma.translate(table)
+    return bytes(out)
+
+
 # ---------------------------------------------------------------------------------------------------
 # vivid: /dev/video0 (HDMI capture) shows what is streamed into /dev/video1 (HDMI output).
 
@@ -542,6 +554,37 @@ def tones(path, threshold=0.02):
 
 
 # ---------------------------------------------------------------------------------------------------
+# libcamera: vimc (built out of tree by Tests/HIL/prepare, loaded by setup-drivers) is a camera libcamera
+# drives through its media-controller pipeline, as it drives a Raspberry Pi camera module. libcamera finds
+# media devices through udev, which the rest of the rig does without: udevd runs only for these checks
+# (SYSTEMD_IGNORE_CHROOT: the guest's root is a chroot into the host's, over 9p).
+
+class Libcamera:
+    @staticmethod
+    def start_udev(rig):
+        env = dict(os.environ, SYSTEMD_IGNORE_CHROOT="1")
+        udevd = rig.spawn(["/lib/systemd/systemd-udevd"], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+        wait_until(lambda: os.path.exists("/run/udev/control"), 10, "systemd-udevd's control socket")
+        subprocess.run(["udevadm", "trigger", "--action=add", "--subsystem-match=media",
+                        "--subsystem-match=video4linux"], env=env, check=True, timeout=20)
+        subprocess.run(["udevadm", "settle", "--timeout=20"], env=env, check=True, timeout=30)
+        rig.on_cleanup(lambda: udevd.poll() is None and udevd.terminate())
+
+    @staticmethod
+    def capture_node(entity="RGB/YUV Capture"):
+        """vimc's processed-output video node (the one libcamera's vimc pipeline streams from)."""
+        for name in sorted(os.listdir("/sys/class/video4linux")):
+            try:
+                with open(f"/sys/class/video4linux/{name}/name") as f:
+                    if f.read().strip() == entity:
+                        return f"/dev/{name}"
+            except OSError:
+                continue
+        raise CheckFailed(f"no video node named {entity!r} (is vimc loaded?)")
+
+
+# ---------------------------------------------------------------------------------------------------
 # UART: what the guest writes to /dev/ttyS1 lands in the host file QEMU writes (the run directory,
 # seen here at /hil over 9p without caching).
 
@@ -567,8 +610,9 @@ class Uart:
 # The scangate daemon, run exactly as a user runs it: `scangate run FLAGS...`.
 
 class Daemon:
-    def __init__(self, rig, args, name="daemon"):
-        self.argv = [rig.scangate, "run", *args]
+    def __init__(self, rig, args, name="daemon", wrapper=()):
+        """`wrapper`: a command that runs scangate (e.g. ["libcamerify"])."""
+        self.argv = [*wrapper, rig.scangate, "run", *args]
         self.stdout = []             # every stdout line so far (bytes, without the newline)
         self.stderr = []             # every stderr line so far (text)
         self._stderr_log = open(rig.log_path(f"{name}.stderr"), "w")
