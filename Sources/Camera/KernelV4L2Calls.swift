@@ -57,9 +57,4 @@ public enum SystemV4L2 {
     public static func calls() -> any V4L2Calls {
         usesKernelCalls ? KernelV4L2Calls() : LibV4L2Calls()
     }
-
-    /// How this process talks to V4L2 devices, for logs and `doctor`.
-    public static var description: String {
-        usesKernelCalls ? "libc calls (libcamera's v4l2-compat.so is preloaded)" : "libv4l2, conversion off"
-    }
 }

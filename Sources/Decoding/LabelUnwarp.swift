@@ -68,21 +68,21 @@ public enum LabelUnwarp {
         }
         guard tl.x < tr.x, bl.x < br.x, tl.y < bl.y, tr.y < br.y else { return nil }
         // The four outline curves, each from corner to corner.
-        func column(_ x: Int, fromTop: Bool) -> PlanePoint? {
-            var y = fromTop ? box.y0 : box.y1
-            while y >= box.y0 && y <= box.y1 {
-                if mask[y * w + x] != 0 { return PlanePoint(x: Double(x), y: Double(y)) }
-                y += fromTop ? 1 : -1
+        // The first region pixel from index `start`, moving by `step` for at most `count` pixels.
+        func firstInRegion(_ start: Int, step: Int, count: Int) -> PlanePoint? {
+            var i = start
+            for _ in 0..<count {
+                if mask[i] != 0 { return PlanePoint(x: Double(i % w), y: Double(i / w)) }
+                i += step
             }
             return nil
         }
+        let rows = box.y1 - box.y0 + 1, columns = box.x1 - box.x0 + 1
+        func column(_ x: Int, fromTop: Bool) -> PlanePoint? {
+            fromTop ? firstInRegion(box.y0 * w + x, step: w, count: rows) : firstInRegion(box.y1 * w + x, step: -w, count: rows)
+        }
         func row(_ y: Int, fromLeft: Bool) -> PlanePoint? {
-            var x = fromLeft ? box.x0 : box.x1
-            while x >= box.x0 && x <= box.x1 {
-                if mask[y * w + x] != 0 { return PlanePoint(x: Double(x), y: Double(y)) }
-                x += fromLeft ? 1 : -1
-            }
-            return nil
+            fromLeft ? firstInRegion(y * w + box.x0, step: 1, count: columns) : firstInRegion(y * w + box.x1, step: -1, count: columns)
         }
         let top = (tl.x...tr.x).compactMap { column($0, fromTop: true) }
         let bottom = (bl.x...br.x).compactMap { column($0, fromTop: false) }
