@@ -24,7 +24,7 @@ public enum LabelUnwarp {
 
     /// The flattened label, or nil when the image has no light label lying wholly inside it.
     static func apply(_ image: GrayImage, scale: Double = defaultScale) -> GrayImage? {
-        guard let patch = findLabel(image, scale: scale) else { return nil }
+        guard let patch = outline(image, scale: scale) else { return nil }
         let fill = GrayTransforms.lightLevel(image)
         let w = patch.width, h = patch.height
         var out = [UInt8](repeating: fill, count: w * h)
@@ -45,6 +45,19 @@ public enum LabelUnwarp {
         result.offsetY = image.offsetY
         result.original = image.original
         return result
+    }
+
+    /// Longest side of the copy the outline is searched in: larger photos are box-filtered down first,
+    /// which bounds the flood fill's time and memory (a byte and an index per pixel).
+    static let searchSide = 1200
+
+    /// The label's outline in `image`'s pixels, searched in a copy of at most `searchSide` pixels.
+    static func outline(_ image: GrayImage, scale: Double = defaultScale) -> LabelPatch? {
+        let longest = max(image.width, image.height)
+        guard longest > searchSide else { return findLabel(image, scale: scale) }
+        let factor = (longest + searchSide - 1) / searchSide
+        return findLabel(GrayTransforms.downscale(image, by: factor), scale: scale * Double(factor))?
+            .scaled(by: Double(factor))
     }
 
     /// The label's outline as a patch, or nil when there is no usable label.
@@ -222,6 +235,15 @@ struct LabelPatch {
     let right: [PlanePoint]
     var width: Int { top.count }
     var height: Int { left.count }
+
+    /// The same outline in an image `factor` times larger (found in a box-filtered downscale, whose
+    /// pixel (x, y) covers (x·f ... x·f + f - 1)).
+    func scaled(by factor: Double) -> LabelPatch {
+        func up(_ points: [PlanePoint]) -> [PlanePoint] {
+            points.map { PlanePoint(x: $0.x * factor + (factor - 1) / 2, y: $0.y * factor + (factor - 1) / 2) }
+        }
+        return LabelPatch(top: up(top), bottom: up(bottom), left: up(left), right: up(right))
+    }
 
     /// The source-image point that output pixel (x, y) shows (clamped to the patch).
     func point(x: Double, y: Double) -> PlanePoint {

@@ -50,6 +50,28 @@ extension DecodingTests {
         XCTAssertGreaterThan(b.h, h / 3)
     }
 
+    func testLargePhotoIsOutlinedOnADownscaledCopyAndStillRead() throws {
+        // 24 px per module: a ~1500 px photo, above the 1200 px search size.
+        let (w, h, luma, side, border) = try wavySticker("https://example.org/big", scale: 24, amplitude: 30)
+        XCTAssertGreaterThan(max(w, h), LabelUnwarp.searchSide)
+        let image = GrayImage(width: w, height: h, pixels: luma)
+        let patch = try XCTUnwrap(LabelUnwarp.outline(image, scale: 1))
+        // The outline found on the half-size copy lies on the full-size sticker's edge, corners
+        // included: within a few pixels of where the bend put them.
+        let k = 2 * Double.pi / (Double(side) * 0.8)
+        func bent(_ sx: Double, _ sy: Double) -> PlanePoint {
+            PlanePoint(x: Double(border) + sx + 30 * sin(k * sy), y: Double(border) + sy + 30 * sin(k * sx))
+        }
+        let last = Double(side - 1)
+        for (found, want) in [(patch.top[0], bent(0, 0)), (patch.bottom[patch.width - 1], bent(last, last))] {
+            XCTAssertEqual(found.x, want.x, accuracy: 4)
+            XCTAssertEqual(found.y, want.y, accuracy: 4)
+        }
+        let decoder = try ImageDecoder(settings: imageDecoderDefaults())
+        XCTAssertEqual(decoder.run(ImagePass(.zbarQR, .labelUnwarp), on: image).map(\.data),
+                       [Array("https://example.org/big".utf8)])
+    }
+
     func testFlatteningFindsTheStickerOutline() throws {
         let (w, h, luma, side, border) = try wavySticker("outline", scale: 4, amplitude: 0)
         let patch = try XCTUnwrap(LabelUnwarp.findLabel(GrayImage(width: w, height: h, pixels: luma), scale: 1))
