@@ -26,15 +26,7 @@ struct GrayImage {
     /// A rectangle found in this image, in the original image's pixels.
     func mapBack(_ r: Rect) -> Rect {
         if let original { return Rect(x: 0, y: 0, w: original.width, h: original.height) }
-        var r = r
-        if let warp {
-            // The bounding box of the rectangle's corners and edge midpoints, through the patch.
-            let xs = [r.x, r.x + r.w / 2, r.x + r.w], ys = [r.y, r.y + r.h / 2, r.y + r.h]
-            let points = xs.flatMap { x in ys.map { y in warp.point(x: Double(x), y: Double(y)) } }
-            let x0 = points.map(\.x).min() ?? 0, x1 = points.map(\.x).max() ?? 0
-            let y0 = points.map(\.y).min() ?? 0, y1 = points.map(\.y).max() ?? 0
-            r = Rect(x: Int(x0.rounded()), y: Int(y0.rounded()), w: max(1, Int((x1 - x0).rounded())), h: max(1, Int((y1 - y0).rounded())))
-        }
+        let r = warp?.mapBack(r) ?? r
         let x = Double(r.x - offsetX), y = Double(r.y - offsetY), w = Double(r.w), h = Double(r.h)
         return Rect(x: Int((x * scale).rounded()), y: Int((y * scale).rounded()),
                     w: max(1, Int((w * scale).rounded())), h: max(1, Int((h * scale).rounded())))

@@ -57,7 +57,7 @@ public enum LabelUnwarp {
         guard longest > searchSide else { return findLabel(image, scale: scale) }
         let factor = (longest + searchSide - 1) / searchSide
         return findLabel(GrayTransforms.downscale(image, by: factor), scale: scale * Double(factor))?
-            .scaled(by: Double(factor))
+            .scaled(by: Double(factor), toWidth: image.width, height: image.height)
     }
 
     /// The label's outline as a patch, or nil when there is no usable label.
@@ -109,7 +109,8 @@ public enum LabelUnwarp {
         let width = Int(outW.rounded()), height = Int(outH.rounded())
         guard width >= 16, height >= 16 else { return nil }
         return LabelPatch(top: PlanePoint.resample(top, count: width), bottom: PlanePoint.resample(bottom, count: width),
-                          left: PlanePoint.resample(left, count: height), right: PlanePoint.resample(right, count: height))
+                          left: PlanePoint.resample(left, count: height), right: PlanePoint.resample(right, count: height),
+                          sourceWidth: w, sourceHeight: h)
     }
 
     /// Otsu's threshold: the gray level that best splits the histogram into two classes.
@@ -233,16 +234,34 @@ struct LabelPatch {
     let bottom: [PlanePoint]
     let left: [PlanePoint]
     let right: [PlanePoint]
+    /// The size of the image the outline was found in. The blend is not a convex combination (its
+    /// corner terms subtract), so with a ragged outline a point can fall outside that image: bounds
+    /// mapped back are clamped to it.
+    let sourceWidth: Int
+    let sourceHeight: Int
     var width: Int { top.count }
     var height: Int { left.count }
 
-    /// The same outline in an image `factor` times larger (found in a box-filtered downscale, whose
-    /// pixel (x, y) covers (x·f ... x·f + f - 1)).
-    func scaled(by factor: Double) -> LabelPatch {
+    /// The bounding box in the source image of rectangle `r` of the flattened label: its corners and
+    /// edge midpoints through the patch, clamped to the source image.
+    func mapBack(_ r: Rect) -> Rect {
+        let xs = [r.x, r.x + r.w / 2, r.x + r.w], ys = [r.y, r.y + r.h / 2, r.y + r.h]
+        let points = xs.flatMap { x in ys.map { y in point(x: Double(x), y: Double(y)) } }
+        let maxX = Double(max(0, sourceWidth - 1)), maxY = Double(max(0, sourceHeight - 1))
+        func clamp(_ v: Double, _ limit: Double) -> Double { min(max(v.rounded(), 0), limit) }
+        let x0 = clamp(points.map(\.x).min() ?? 0, maxX), x1 = clamp(points.map(\.x).max() ?? 0, maxX)
+        let y0 = clamp(points.map(\.y).min() ?? 0, maxY), y1 = clamp(points.map(\.y).max() ?? 0, maxY)
+        return Rect(x: Int(x0), y: Int(y0), w: max(1, Int(x1 - x0)), h: max(1, Int(y1 - y0)))
+    }
+
+    /// The same outline in the `width` x `height` image it was found `factor` times smaller in (a
+    /// box-filtered downscale, whose pixel (x, y) covers (x·f ... x·f + f - 1)).
+    func scaled(by factor: Double, toWidth width: Int, height: Int) -> LabelPatch {
         func up(_ points: [PlanePoint]) -> [PlanePoint] {
             points.map { PlanePoint(x: $0.x * factor + (factor - 1) / 2, y: $0.y * factor + (factor - 1) / 2) }
         }
-        return LabelPatch(top: up(top), bottom: up(bottom), left: up(left), right: up(right))
+        return LabelPatch(top: up(top), bottom: up(bottom), left: up(left), right: up(right),
+                          sourceWidth: width, sourceHeight: height)
     }
 
     /// The source-image point that output pixel (x, y) shows (clamped to the patch).

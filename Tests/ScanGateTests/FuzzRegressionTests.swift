@@ -23,6 +23,27 @@ final class FuzzRegressionTests: XCTestCase {
     /// A control name with a comma is now refused, naming the key.
     /// Found by the y4m target: a frame rate num:den in floating point could come out as 0 or infinity
     /// (F1:1E400). Y4M rates are whole numbers; anything else is refused with the file's name.
+    /// Found by `labelunwarp`: on a ragged outline the Coons blend (not a convex combination: its
+    /// corner terms subtract) put an inner point of the flattened label at y = -1, outside the photo,
+    /// and decode-image would have reported such bounds. Bounds mapped back are clamped to the photo.
+    func testFlattenedLabelBoundsStayInsideThePhoto() throws {
+        var root = #filePath
+        for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
+        let path = root + "/Tests/Fuzz/corpus/labelunwarp/outline-extrapolates-outside"
+        let input = try FileBytes.read(path: path)
+        let width = 16 + Int(input[0]) % 49, height = 16 + Int(input[1]) % 49
+        let rest = Array(input.dropFirst(2))
+        let luma = (0..<(width * height)).map { rest[$0 % rest.count] }
+        let label = try XCTUnwrap(LabelUnwarp.flatten(width: width, height: height, luma: luma))
+        for y in 0..<label.height {
+            for x in 0..<label.width {
+                let back = label.mapBack(Rect(x: x, y: y, w: 1, h: 1))
+                XCTAssertTrue(back.x >= 0 && back.y >= 0 && back.x + back.w <= width && back.y + back.h <= height,
+                              "(\(x), \(y)) mapped back to \(back), outside the \(width)x\(height) photo")
+            }
+        }
+    }
+
     func testY4MFrameRateMustBeWholeNumbers() {
         for rate in ["1:1E400", "1E400:1", "0.5:1", "30:1e-300"] {
             XCTAssertThrowsError(try Y4MHeader.parse(line: Array("YUV4MPEG2 W4 H4 F\(rate) Cmono".utf8), name: "clip.y4m"), rate) { error in
