@@ -35,7 +35,7 @@ def main():
             print(line, flush=True)
             f.write(line + "\n")
             return 1
-        line = f"PASS drivers-load: vivid, snd-aloop, {setup.stdout.strip()} (ready at {rig.uptime():.1f} s after boot)"
+        line = f"PASS drivers-load: vivid, vimc, snd-aloop, {setup.stdout.strip()} (ready at {rig.uptime():.1f} s after boot)"
         print(line, flush=True)
         f.write(line + "\n")
 
