@@ -50,9 +50,8 @@ public enum LumaLayout: Equatable, Sendable {
     /// Copies the luma of a packed or RGB layout out of `buffer` into width*height bytes, honouring the
     /// stride. Nil when the buffer is too short for the frame (or the layout is JPEG).
     public func extract(from buffer: UnsafeRawBufferPointer, width: Int, height: Int, bytesPerLine: Int) -> [UInt8]? {
-        guard width > 0, height > 0, bytesPerLine >= minimumBytesPerLine(width: width),
-              case let required = requiredBytes(width: width, height: height, bytesPerLine: bytesPerLine),
-              required > 1, buffer.count >= required,
+        guard self != .jpeg, width > 0, height > 0, bytesPerLine >= minimumBytesPerLine(width: width),
+              buffer.count >= requiredBytes(width: width, height: height, bytesPerLine: bytesPerLine),
               let source = buffer.baseAddress
         else { return nil }
         return [UInt8](unsafeUninitializedCapacity: width * height) { out, initialized in

@@ -109,6 +109,10 @@ final class CameraLumaTests: XCTestCase {
             XCTAssertNil(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 4, height: 2, bytesPerLine: 12))
             XCTAssertNil(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 2, height: 2, bytesPerLine: 5))
             XCTAssertNotNil(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 1, height: 2, bytesPerLine: 3))
+            // The smallest frames: one pixel of GREY, of RGB; JPEG is never extracted here.
+            XCTAssertEqual(LumaLayout.packed(step: 1, offset: 0).extract(from: raw, width: 1, height: 1, bytesPerLine: 1), [1])
+            XCTAssertEqual(LumaLayout.rgb(red: 0, blue: 2).extract(from: raw, width: 1, height: 1, bytesPerLine: 3), [1])
+            XCTAssertNil(LumaLayout.jpeg.extract(from: raw, width: 1, height: 1, bytesPerLine: 0))
         }
     }
 
