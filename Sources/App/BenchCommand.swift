@@ -28,25 +28,20 @@ enum BenchCommand {
         var options = Benchmarks.Options()
         var json = false
         var corpus: String? = nil
-        var i = 0
-        while i < arguments.count {
-            let a = arguments[i]
-            i += 1
-            switch a {
-            case "-h", "--help": print(help); return 0
-            case "--json": json = true
-            case "--corpus":
-                guard i < arguments.count else { return usageError("--corpus needs a DIR (the corpus with samples/)") }
-                corpus = arguments[i]
-                i += 1
-            case "--memory-frames", "--rounds":
-                guard i < arguments.count, let n = Int(arguments[i]), n >= 1, n <= 10_000_000 else {
-                    return usageError("\(a) needs a whole number from 1 to 10000000")
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let a = args.next() {
+                switch a {
+                case "-h", "--help": print(help); return 0
+                case "--json": json = true
+                case "--corpus": corpus = try args.value(a, "a DIR (the corpus with samples/)")
+                case "--memory-frames": options.memoryFrames = try args.number(a, 1...10_000_000)
+                case "--rounds": options.rounds = try args.number(a, 1...10_000_000)
+                default: throw UsageError("unknown option \(a) (see scangate bench --help)")
                 }
-                if a == "--rounds" { options.rounds = n } else { options.memoryFrames = n }
-                i += 1
-            default: return usageError("unknown option \(a) (see scangate bench --help)")
             }
+        } catch {
+            return usageError(error.message)
         }
         let progressLine = ProgressLine(interval: 5)
         options.progress = { message in progressLine.show("bench: \(message)") }

@@ -32,41 +32,38 @@ enum DecodeImageCommand {
         var verbose = false
         var corpus: String?
         var files: [String] = []
-        var i = 0
-        while i < arguments.count {
-            let arg = arguments[i]
-            i += 1
-            switch arg {
-            case "-h", "--help":
-                print(help)
-                return 0
-            case "--verbose": verbose = true
-            case "--native-upc":
-                settings.upcaAsEAN13 = false
-                settings.upceAsGTIN13 = false
-            case "--raw-qr": settings.qrTextAsUTF8 = false
-            case "--corpus":
-                guard i < arguments.count else { return usageError("--corpus needs a DIR (the corpus with samples/)") }
-                corpus = arguments[i]
-                i += 1
-            case "--test-inverted": settings.testInverted = true
-            case "--no-test-inverted": settings.testInverted = false
-            case "--symbologies":
-                guard i < arguments.count else { return usageError("--symbologies needs a LIST (\(Symbology.cliNames))") }
-                var set = Set<Symbology>()
-                for name in ParseValue.list(arguments[i]) {
-                    guard let s = Symbology(name: name) else {
-                        return usageError("--symbologies: '\(name)' is not a symbology (allowed: \(Symbology.cliNames))")
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let arg = args.next() {
+                switch arg {
+                case "-h", "--help":
+                    print(help)
+                    return 0
+                case "--verbose": verbose = true
+                case "--native-upc":
+                    settings.upcaAsEAN13 = false
+                    settings.upceAsGTIN13 = false
+                case "--raw-qr": settings.qrTextAsUTF8 = false
+                case "--corpus": corpus = try args.value(arg, "a DIR (the corpus with samples/)")
+                case "--test-inverted": settings.testInverted = true
+                case "--no-test-inverted": settings.testInverted = false
+                case "--symbologies":
+                    var set = Set<Symbology>()
+                    for name in ParseValue.list(try args.value(arg, "a LIST (\(Symbology.cliNames))")) {
+                        guard let s = Symbology(name: name) else {
+                            throw UsageError("--symbologies: '\(name)' is not a symbology (allowed: \(Symbology.cliNames))")
+                        }
+                        set.insert(s)
                     }
-                    set.insert(s)
+                    guard !set.isEmpty else { throw UsageError("--symbologies is empty (allowed: \(Symbology.cliNames))") }
+                    settings.symbologies = set
+                default:
+                    if arg.hasPrefix("--") { throw UsageError("unknown option \(arg) (see scangate decode-image --help)") }
+                    files.append(arg)
                 }
-                guard !set.isEmpty else { return usageError("--symbologies is empty (allowed: \(Symbology.cliNames))") }
-                settings.symbologies = set
-                i += 1
-            default:
-                if arg.hasPrefix("--") { return usageError("unknown option \(arg) (see scangate decode-image --help)") }
-                files.append(arg)
             }
+        } catch {
+            return usageError(error.message)
         }
         if let corpus {
             let report = measureAccuracy(corpus: corpus, settings: settings)

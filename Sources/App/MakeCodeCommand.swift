@@ -35,44 +35,30 @@ enum MakeCodeCommand {
 
     static func run(_ arguments: [String]) -> Int32 {
         var o = Options()
-        var i = 0
-        func value(_ flag: String, _ what: String) throws(UsageError) -> String {
-            guard i < arguments.count else { throw UsageError("\(flag) needs \(what)") }
-            i += 1
-            return arguments[i - 1]
-        }
-        func number(_ flag: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
-            let text = try value(flag, "a number in \(range.lowerBound)-\(range.upperBound)")
-            guard let n = Int(text), range.contains(n) else {
-                throw UsageError("\(flag): '\(text)' is not a number in \(range.lowerBound)-\(range.upperBound)")
-            }
-            return n
-        }
+        var args = CommandArguments(arguments)
         do throws(UsageError) {
-            while i < arguments.count {
-                let arg = arguments[i]
-                i += 1
+            while let arg = args.next() {
                 switch arg {
                 case "-h", "--help":
                     print(help)
                     return 0
                 case "--symbology":
-                    let name = try value(arg, "a NAME (\(SymbolEncoder.supportedNames))")
+                    let name = try args.value(arg, "a NAME (\(SymbolEncoder.supportedNames))")
                     guard let s = Symbology(name: name), SymbolEncoder.supported.contains(s) else {
                         throw UsageError("--symbology: '\(name)' cannot be drawn (allowed: \(SymbolEncoder.supportedNames))")
                     }
                     o.symbology = s
                 case "--ecc":
-                    let name = try value(arg, "L, M, Q or H")
+                    let name = try args.value(arg, "L, M, Q or H")
                     guard let ecc = QREncoder.ErrorCorrection(name: name) else {
                         throw UsageError("--ecc: '\(name)' is not one of L, M, Q, H")
                     }
                     o.ecc = ecc
-                case "--scale": o.scale = try number(arg, 1...64)
-                case "--bar-height": o.barHeight = try number(arg, 1...4096)
-                case "--quiet": o.quiet = try number(arg, 0...64)
-                case "--out": o.out = try value(arg, "a FILE.png or FILE.pgm")
-                case "--data-file": o.dataFile = try value(arg, "a FILE")
+                case "--scale": o.scale = try args.number(arg, 1...64)
+                case "--bar-height": o.barHeight = try args.number(arg, 1...4096)
+                case "--quiet": o.quiet = try args.number(arg, 0...64)
+                case "--out": o.out = try args.value(arg, "a FILE.png or FILE.pgm")
+                case "--data-file": o.dataFile = try args.value(arg, "a FILE")
                 case "--escapes": o.escapes = true
                 default:
                     if arg.hasPrefix("--") { throw UsageError("unknown option \(arg) (see scangate make-code --help)") }

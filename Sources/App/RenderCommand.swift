@@ -30,39 +30,23 @@ enum RenderCommand {
         var settings = CaptureSettings()
         settings.fast = true
         settings.loop = false
-        var i = 0
-        func value(_ flag: String, _ what: String) throws(UsageError) -> String {
-            guard i < arguments.count else { throw UsageError("\(flag) needs \(what)") }
-            i += 1
-            return arguments[i - 1]
-        }
+        var args = CommandArguments(arguments)
         do {
-            while i < arguments.count {
-                let arg = arguments[i]
-                i += 1
+            while let arg = args.next() {
                 switch arg {
                 case "-h", "--help":
                     print(help)
                     return 0
-                case "--out": out = try value(arg, "a FILE.y4m or a DIR")
+                case "--out": out = try args.value(arg, "a FILE.y4m or a DIR")
                 case "--format":
-                    let text = try value(arg, "one of y4m, y4m-420, pgm, png")
+                    let text = try args.value(arg, "one of y4m, y4m-420, pgm, png")
                     guard let f = Format(rawValue: text) else {
                         throw UsageError("--format: '\(text)' is not one of y4m, y4m-420, pgm, png")
                     }
                     format = f
-                case "--width", "--height":
-                    let text = try value(arg, "PIXELS (16-4096)")
-                    guard let n = Int(text), (16...4096).contains(n) else {
-                        throw UsageError("\(arg): '\(text)' is not a number in 16-4096")
-                    }
-                    if arg == "--width" { settings.width = n } else { settings.height = n }
-                case "--fps":
-                    let text = try value(arg, "a RATE (0.5-240)")
-                    guard let r = Double(text), (0.5...240).contains(r) else {
-                        throw UsageError("--fps: '\(text)' is not a number in 0.5-240")
-                    }
-                    settings.fps = r
+                case "--width": settings.width = try args.number(arg, 16...4096)
+                case "--height": settings.height = try args.number(arg, 16...4096)
+                case "--fps": settings.fps = try args.decimal(arg, 0.5...240)
                 default:
                     if arg.hasPrefix("--") { throw UsageError("unknown option \(arg) (see scangate render --help)") }
                     guard scenarioPath == nil else { throw UsageError("render takes one SCENARIO; got also '\(arg)'") }

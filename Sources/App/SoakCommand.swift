@@ -20,21 +20,18 @@ enum SoakCommand {
     static func run(_ arguments: [String]) -> Int32 {
         var frames = 1_000_000
         var json = false
-        var i = 0
-        while i < arguments.count {
-            let a = arguments[i]
-            i += 1
-            switch a {
-            case "-h", "--help": print(help); return 0
-            case "--json": json = true
-            case "--frames":
-                guard i < arguments.count, let n = Int(arguments[i]), (300...100_000_000).contains(n) else {
-                    return usageError("--frames needs a whole number from 300 to 100000000")
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let a = args.next() {
+                switch a {
+                case "-h", "--help": print(help); return 0
+                case "--json": json = true
+                case "--frames": frames = try args.number(a, 300...100_000_000)
+                default: throw UsageError("unknown option \(a) (see scangate soak --help)")
                 }
-                frames = n
-                i += 1
-            default: return usageError("unknown option \(a) (see scangate soak --help)")
             }
+        } catch {
+            return usageError(error.message)
         }
         do {
             let scenario = try BenchCommand.writeTemporary(BenchFrames.traffic, name: "soak.scenario")

@@ -12,6 +12,22 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains(mentions), "stderr names \(mentions): \(r.stderr)", file: file, line: line)
     }
 
+    func testToolCommandsRefuseBadValuesWithRunsWording() throws {
+        // One line, exit 2, the flag and what is allowed, worded as run's options are.
+        try assertBadInput(["make-code", "X", "--scale", "0"], mentions: "--scale: '0' is not a whole number from 1 to 64")
+        try assertBadInput(["make-code", "X", "--out"], mentions: "--out needs a FILE.png or FILE.pgm")
+        try assertBadInput(["render", "sim:X", "--out", "/tmp/x.y4m", "--width", "wide"],
+                           mentions: "--width: 'wide' is not a whole number from 16 to 4096")
+        try assertBadInput(["render", "sim:X", "--out", "/tmp/x.y4m", "--fps", "0"],
+                           mentions: "--fps: '0' is not a number from 0.5 to 240")
+        try assertBadInput(["decode-image", "--corpus"], mentions: "--corpus needs a DIR")
+        try assertBadInput(["decode-image", "--symbologies"], mentions: "--symbologies needs a LIST")
+        try assertBadInput(["bench", "--rounds", "0"], mentions: "--rounds: '0' is not a whole number from 1 to 10000000")
+        try assertBadInput(["bench", "--memory-frames"], mentions: "--memory-frames needs a whole number from 1 to 10000000")
+        try assertBadInput(["soak", "--frames", "10"], mentions: "--frames: '10' is not a whole number from 300 to 100000000")
+        try assertBadInput(["soak", "--bogus"], mentions: "unknown option --bogus")
+    }
+
     func testUnknownFlagExits2() throws {
         try assertBadInput(["run", "--camera", "sim:X", "--frobnicate"], mentions: "--frobnicate")
         try assertBadInput(["run", "--width", "abc"], mentions: "--width")
