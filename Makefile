@@ -27,9 +27,11 @@ run: build
 test: test-unit test-soak hil test-fuzz test-sanitizers
 
 ## Unit and integration tests only (no VM), for quick work. The packaging tests need dpkg-dev,
-## systemd-analyze and udev, so the deb group is installed too.
+## systemd-analyze and udev, so the deb group is installed too; the interop tests need the real peers
+## (mosquitto, node exporter) and the PyPI ones in .build/venv (scripts/python-env).
 test-unit:
-	@scripts/install-deps build deb
+	@scripts/install-deps build test deb
+	@scripts/python-env
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --disable-swift-testing
 

@@ -1,3 +1,4 @@
+import Platform
 import Core
 
 /// Prefix and suffix bytes written as text with C escapes (decoded by Core's `CEscapes`): `\r`, `\n`, `\t`, `\xNN` (two hex digits),

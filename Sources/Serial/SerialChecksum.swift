@@ -1,3 +1,4 @@
+import Platform
 /// The check value after ETX in STX/ETX framing.
 ///
 /// Every checksum covers the bytes after STX up to and including ETX: the frame body exactly as sent
@@ -56,26 +57,5 @@ public enum Checksums {
             }
         }
         return crc
-    }
-}
-
-/// Upper-case ASCII hex digits.
-enum Hex {
-    static let alphabet: [UInt8] = Array("0123456789ABCDEF".utf8)
-
-    /// `count` digits of `value`, most significant first.
-    static func digits(_ value: UInt64, count: Int) -> [UInt8] {
-        (0..<count).reversed().map { alphabet[Int((value >> (UInt64($0) * 4)) & 0xF)] }
-    }
-
-    /// Two digits per byte: [0x0D, 0xFF] → "0DFF".
-    static func encode(_ bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(alphabet[Int(b >> 4)])
-            out.append(alphabet[Int(b & 0xF)])
-        }
-        return out
     }
 }

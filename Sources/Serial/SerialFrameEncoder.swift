@@ -1,3 +1,4 @@
+import Platform
 import Core
 
 /// Turns one decoded code into the exact bytes of one frame (pure; see `SerialFraming` for the layout).
@@ -51,11 +52,11 @@ public struct SerialFrameEncoder: Sendable {
     /// the prefix or suffix, or a receiver could take them for a frame boundary.
     var generatedBytes: [(bytes: [UInt8], source: String)] {
         var out: [([UInt8], String)] = []
-        if payloadEncoding == .hex { out.append((Hex.alphabet, "the hex payload (--serial-payload hex)")) }
+        if payloadEncoding == .hex { out.append((Hex.upperDigits, "the hex payload (--serial-payload hex)")) }
         if payloadEncoding == .text && sanitizer.policy == .escape {
-            out.append((Array("\\x".utf8) + Hex.alphabet, "the escapes (--serial-unsafe escape)"))
+            out.append((Array("\\x".utf8) + Hex.upperDigits, "the escapes (--serial-unsafe escape)"))
         }
-        if checksum != .none { out.append((Hex.alphabet, "the checksum digits (--serial-checksum)")) }
+        if checksum != .none { out.append((Hex.upperDigits, "the checksum digits (--serial-checksum)")) }
         if symbologyPrefix {
             out.append((Symbology.allCases.flatMap(SerialFrameEncoder.tag(for:)),
                         "the symbology tags (--serial-symbology-prefix)"))

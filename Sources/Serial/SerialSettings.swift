@@ -1,3 +1,4 @@
+import Platform
 import Core
 
 /// What the user chose for the door-controller serial line (the `[serial]` section). nil path: no serial.

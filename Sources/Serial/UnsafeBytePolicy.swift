@@ -1,3 +1,4 @@
+import Platform
 /// What happens to a text payload byte that could forge or break a frame.
 ///
 /// The default is `reject`: a door controller matches the code it reads against its credential list

@@ -1,0 +1,107 @@
+import Platform
+
+/// The output seams. The daemon builds each output once, holds it for its whole life (a reload rebuilds
+/// an output only when its own settings changed) and closes it once at exit. Every call the decode
+/// queue makes into an output returns at once: an output that does I/O keeps its own thread or queue.
+///
+/// A read walks through them once: the policies judge it (filters, signed passes); each door output is
+/// offered it and says taken or refused; then every report output sees the finished event, verdicts
+/// included; then feedback plays.
+public protocol Output: AnyObject, Sendable {
+    /// "stdout", "serial", "wiegand", "osdp", "mqtt": the name in JSON, logs, status and metrics.
+    var name: String { get }
+    /// Sends what is pending until `deadline` at the latest, drives its lines inactive, releases its
+    /// port, session or line request. Called once; returns by the deadline even if a driver call hangs.
+    func close(deadline: MonotonicInstant)
+}
+
+/// An output to a door controller: serial, Wiegand, OSDP. It carries the read's `doorData` (the payload,
+/// or the number inside a verified pass), never anything else.
+public protocol DoorOutput: Output {
+    /// Called on the decode queue for each read the policies accepted, in order. Encodes what this
+    /// output will send (once: the frame, the bits), queues it on the output's own thread and returns
+    /// `.taken`, or returns `.refused` with the reason when it cannot carry this read (too long for OSDP,
+    /// a number out of a Wiegand format's range, bytes the serial framing cannot carry). A refusal here
+    /// does not refuse the read for the other outputs. Never blocks.
+    func offer(_ event: ReadEvent) -> OutputOffer
+}
+
+/// An output that reports every read, accepted or not, with the verdicts: stdout, MQTT, the journal.
+public protocol ReportOutput: Output {
+    /// Called on the decode queue after the door outputs judged the read. Never blocks: an output that
+    /// cannot keep up counts and logs what it drops.
+    func report(_ event: ReadEvent)
+}
+
+/// What one door output did with one read.
+public enum OutputOffer: Equatable, Sendable {
+    /// Queued for sending on the output's own thread.
+    case taken
+    /// This output cannot carry this read; the reason goes to the log and the JSON line.
+    case refused(reason: String)
+
+    public var isTaken: Bool { self == .taken }
+}
+
+/// One door output's verdict on one read, as the JSON line shows it (`"refused":{"osdp":"..."}`).
+public struct OutputVerdict: Equatable, Sendable {
+    public let output: String
+    public let offer: OutputOffer
+
+    public init(output: String, offer: OutputOffer) {
+        self.output = output
+        self.offer = offer
+    }
+}
+
+/// Told when the daemon's status changes: the status LED, sd_notify STATUS=, MQTT state, the journal.
+public protocol StatusObserver: AnyObject, Sendable {
+    /// Called from the thread that changed the status; never blocks.
+    func statusChanged(_ status: DaemonStatus)
+}
+
+/// Where an output that talks to a controller says whether the controller is there (an OSDP panel
+/// polling, an MQTT broker connected). The daemon turns a lost controller into `controller offline`.
+public protocol ControllerLinkObserver: AnyObject, Sendable {
+    /// `output` is the output's name. Called on a change only; never blocks.
+    func controllerLink(_ output: String, online: Bool, detail: String)
+}
+
+/// How an output or device is doing, for `scangate status`, MQTT state and metrics.
+public struct ComponentHealth: Equatable, Sendable {
+    public enum State: String, Sendable {
+        /// Working.
+        case ok
+        /// Working in part (a controller that has not polled yet, a broker reconnecting).
+        case degraded
+        /// Not working; `lastError` says why.
+        case down
+    }
+
+    public var name: String
+    public var state: State
+    /// One line of what it is doing now: "/dev/ttyUSB0 9600 8N1", "polled by address 0, secure channel".
+    public var detail: String
+    /// The last error, with its wall-clock time (nanoseconds since the epoch).
+    public var lastError: String?
+    public var lastErrorAt: Int64?
+    /// Reads sent and reads lost or refused by this output since start.
+    public var sent: UInt64
+    public var errors: UInt64
+
+    public init(name: String, state: State, detail: String, lastError: String? = nil, lastErrorAt: Int64? = nil,
+                sent: UInt64 = 0, errors: UInt64 = 0) {
+        self.name = name
+        self.state = state
+        self.detail = detail
+        self.lastError = lastError
+        self.lastErrorAt = lastErrorAt
+        self.sent = sent
+        self.errors = errors
+    }
+}
+
+/// An output or device that can say how it is doing. Safe to call from any thread.
+public protocol HealthReporting: AnyObject, Sendable {
+    var health: ComponentHealth { get }
+}
