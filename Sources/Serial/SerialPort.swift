@@ -134,6 +134,50 @@ public final class SerialPort {
         _ = system.close(fd)
     }
 
+    /// What one read brought.
+    public enum ReadOutcome: Equatable, Sendable {
+        /// At least one byte (at most the asked count).
+        case bytes([UInt8])
+        /// Nothing arrived by the deadline.
+        case timedOut
+        /// The device went away (ENODEV, EIO, hang-up): close and reopen.
+        case lost(Errno)
+        /// Any other error.
+        case failed(Errno)
+    }
+
+    /// Reads what has arrived, up to `maxBytes`, waiting with poll(POLLIN) until something does or
+    /// `deadline` passes. `deadline` is asked again on every wait, so a shutdown can shorten it.
+    public func read(maxBytes: Int, deadline: () -> MonotonicInstant, now: () -> MonotonicInstant) -> ReadOutcome {
+        var buffer = [UInt8](repeating: 0, count: max(1, maxBytes))
+        while true {
+            let result = buffer.withUnsafeMutableBytes { system.read(fd, into: $0) }
+            switch result {
+            case .success(0):
+                return .lost(.ioError)  // hang-up: the other end of a pty closed, or the device went
+            case .success(let n):
+                return .bytes(Array(buffer[0..<n]))
+            case .failure(let e) where e == .wouldBlock:
+                let remaining = deadline().milliseconds(since: now())
+                guard remaining > 0 else { return .timedOut }
+                let slice = Int32(min(remaining, SerialPort.pollSliceMilliseconds).rounded(.up))
+                switch system.poll(fd, events: Int16(POLLIN), timeoutMilliseconds: slice) {
+                case .success(let revents):
+                    if revents & Int16(POLLIN) == 0, revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+                        return .lost(.ioError)
+                    }
+                case .failure(let e):
+                    return e.meansDeviceGone ? .lost(e) : .failed(e)
+                }
+            case .failure(let e):
+                return e.meansDeviceGone ? .lost(e) : .failed(e)
+            }
+        }
+    }
+
+    /// Drops what was received but not read yet (a reply that came after its reader stopped waiting).
+    public func discardInput() { _ = system.discardInput(fd) }
+
     /// "9600 baud 8N1": the line as the driver kept it (open checks it read back as configured).
     public var lineDescription: String { line.description }
 

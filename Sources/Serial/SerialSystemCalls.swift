@@ -14,6 +14,10 @@ public protocol SerialSystemCalls: Sendable {
     /// TIOCSRS485 with SER_RS485_ENABLED | SER_RS485_RTS_ON_SEND.
     func enableRS485(_ fd: Int32) -> Result<Void, Errno>
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, Errno>
+    /// read(2) on the non-blocking descriptor: EAGAIN when nothing is waiting, 0 at hang-up.
+    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno>
+    /// tcflush(TCIFLUSH): discards bytes received but not yet read.
+    func discardInput(_ fd: Int32) -> Result<Void, Errno>
     /// Returns the revents (0 on timeout).
     func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno>
     /// TIOCOUTQ: bytes written but not yet transmitted.
@@ -21,6 +25,14 @@ public protocol SerialSystemCalls: Sendable {
     /// tcflush(TCOFLUSH): discards bytes written but not yet transmitted.
     func discardOutput(_ fd: Int32) -> Result<Void, Errno>
     func close(_ fd: Int32) -> Result<Void, Errno>
+}
+
+extension SerialSystemCalls {
+    /// Fakes that only ever write need not read: nothing is ever received.
+    public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        .failure(.wouldBlock)
+    }
+    public func discardInput(_ fd: Int32) -> Result<Void, Errno> { .success(()) }
 }
 
 /// The real calls, over Glibc.
@@ -51,6 +63,14 @@ public struct GlibcSerialSystemCalls: SerialSystemCalls {
 
     public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno> {
         FileDescriptor(rawValue: fd).poll(events, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    public func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        FileDescriptor(rawValue: fd).read(into: buffer)
+    }
+
+    public func discardInput(_ fd: Int32) -> Result<Void, Errno> {
+        retryOnInterrupt { tcflush(fd, TCIFLUSH) }.map { _ in () }
     }
 
     public func outputQueueLength(_ fd: Int32) -> Result<Int, Errno> {
