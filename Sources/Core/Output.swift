@@ -105,3 +105,13 @@ public struct ComponentHealth: Equatable, Sendable {
 public protocol HealthReporting: AnyObject, Sendable {
     var health: ComponentHealth { get }
 }
+
+/// A check on the credential itself, applied to every output before any sees the read: the payload
+/// filters, and signed passes (credential-format).
+public protocol ReadPolicy: Sendable {
+    /// Judges `event`, which arrives accepted. Either leaves it accepted (and may set `credential` and
+    /// `doorData`: a verified pass gives door outputs its number, not the token), or sets `verdict` to
+    /// `.rejected(reason:)`. Runs on the decode queue once per reported read (the debouncer reports a
+    /// code that stays in view once), so a one-time pass is consumed here.
+    func judge(_ event: inout ReadEvent)
+}
