@@ -2,9 +2,11 @@
 // ScanGate: headless QR/barcode scanning daemon for Raspberry Pi-class kiosks.
 //
 // The folder list under Sources/ is the pipeline:
-//   Capture (frames, V4L2 camera, simulator, replay) → Pipeline (handoff, decode queue)
-//   → Decoding (zbar) → Debounce → Outputs (stdout), Serial, GPIO, Sound
-// with Platform (syscall wrappers), Images (PNG/JPEG/PGM/Y4M), Config and Service around them.
+//   1 Sources (Simulator, Replay, Camera) → 2 handoff and 3 decode queue (Pipeline, Decoding)
+//   → 4 Debounce → 5 Policies → 6 Outputs/ (Stdout, Serial, ...) and 7 Feedback (GPIO, Sound)
+// with Platform and Core underneath, Settings (values only) and Config (INI + flags) beside, each
+// output and feedback device registered once (Components, Catalog), and Service, Doctor and Tools
+// around them. App is the commands' wiring.
 import PackageDescription
 
 /// A Debian C library imported through pkg-config.
@@ -40,51 +42,78 @@ let package = Package(
         // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the second decoder of decode-image.
         .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
 
-        // Typed wrappers over syscalls: Errno, file descriptors, EINTR retry, signals.
+        // Typed wrappers over syscalls: Errno, file descriptors, EINTR retry, threads, clocks, hex.
         .target(name: "Platform", dependencies: ["CShim"], swiftSettings: swiftSettings),
-        // Shared vocabulary: frames, symbols, events, the seams (FrameSource, Decoder, EventSink), logging.
+        // Shared vocabulary: frames, symbols, read events, status; the seams (FrameSource, Output,
+        // DoorOutput, ReportOutput, ReadPolicy, FeedbackSink, FeedbackDevice); JSON; logging.
         .target(name: "Core", dependencies: ["Platform"], swiftSettings: swiftSettings),
+        // Settings: a plain value per section with its defaults, and the options that set it. No device code.
+        .target(name: "Settings", dependencies: ["Core", "Platform"], swiftSettings: swiftSettings),
+        // INI file + command line → Settings (libinih).
+        .target(name: "Config", dependencies: ["Core", "Platform", "Settings", "CInih"], swiftSettings: swiftSettings),
         // Image files: PGM, PNG, JPEG, Y4M (read), PNG/PGM (write).
         .target(name: "Images", dependencies: ["Core", "CPNG", "CTurboJPEG"], swiftSettings: swiftSettings),
-        // Frame sources.
-        .target(name: "Simulator", dependencies: ["Core", "Images", "CQREncode"], swiftSettings: swiftSettings),
-        .target(name: "Replay", dependencies: ["Core", "Images"], swiftSettings: swiftSettings),
-        .target(name: "Camera", dependencies: ["Core", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
+
+        // 1. Sources: the simulator, replay, the V4L2 camera.
+        .target(name: "Simulator", dependencies: ["Core", "Settings", "Images", "CQREncode"], swiftSettings: swiftSettings),
+        .target(name: "Replay", dependencies: ["Core", "Settings", "Images"], swiftSettings: swiftSettings),
+        .target(name: "Camera", dependencies: ["Core", "Settings", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
                 swiftSettings: swiftSettings),
-        // Decoder seam and the zbar decoder.
-        .target(name: "Decoding", dependencies: ["Core", "Platform", "Images", "CZbar", "CShim", "CZXingShim"],
+        // 3. The stream decoder (zbar), the change gate, the normaliser.
+        .target(name: "Decoding", dependencies: ["Core", "Settings", "Platform", "CZbar", "CShim"],
                 swiftSettings: swiftSettings),
-        // Report-once rules.
-        .target(name: "Debounce", dependencies: ["Core"], swiftSettings: swiftSettings),
-        // Capture thread, newest-frame handoff, the decode queue, fan-out to sinks.
+        // 4. Report-once rules.
+        .target(name: "Debounce", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
+        // 5. Policies on the credential itself: the payload filters.
+        .target(name: "Policies", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
+        // 2-5. Capture thread, newest-frame handoff, the decode queue, the dispatcher (policies → door
+        // outputs → report outputs → feedback).
         .target(name: "Pipeline", dependencies: ["Core", "Decoding", "Debounce"], swiftSettings: swiftSettings),
-        // Sinks.
-        .target(name: "Outputs", dependencies: ["Core"], swiftSettings: swiftSettings),
-        .target(name: "Serial", dependencies: ["Core", "Platform", "CShim"], swiftSettings: swiftSettings),
-        .target(name: "GPIO", dependencies: ["Core", "Platform", "CGpiod"], swiftSettings: swiftSettings),
-        .target(name: "Sound", dependencies: ["Core", "CALSA", "CShim"], swiftSettings: swiftSettings),
-        // Settings: command-line flags and the INI file, one table of options.
-        .target(name: "Config", dependencies: ["Core", "Decoding", "Debounce", "Pipeline", "Outputs",
-                                               "Serial", "GPIO", "Sound", "Camera", "Simulator", "Replay",
-                                               "CInih"],
+
+        // Drivers that feedback and the outputs use.
+        .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "CGpiod"], swiftSettings: swiftSettings),
+        .target(name: "Sound", dependencies: ["Core", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "SerialLine", dependencies: ["Core", "Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
+
+        // How an output or feedback device registers: its options, factory and doctor check.
+        .target(name: "Components", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
+        // 6. Outputs, one folder each.
+        .target(name: "Stdout", dependencies: ["Core", "Settings", "Components"], path: "Sources/Outputs/Stdout",
                 swiftSettings: swiftSettings),
-        // systemd integration: sd_notify, watchdog.
+        .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
+                swiftSettings: swiftSettings),
+        // 7. Feedback: the one door in; GPIO and the beep play.
+        .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "Sound"],
+                swiftSettings: swiftSettings),
+        // Every output and feedback device, once.
+        .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
+                                                "Stdout", "Serial", "SerialLine", "Feedback", "GPIO", "Sound"],
+                swiftSettings: swiftSettings),
+
+        // systemd integration: sd_notify, watchdog, the journal lines.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
-        // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
-        .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs", "Serial", "GPIO"],
+        // `scangate doctor`: every configured device probed as `run` would use it.
+        .target(name: "Doctor", dependencies: ["Core", "Platform", "Settings", "Config", "Components", "Catalog", "Camera",
+                                               "Simulator", "Replay", "Decoding", "Policies", "GPIO", "Sound", "SerialLine"],
                 swiftSettings: swiftSettings),
-        // The commands (run, decode-image, make-code, ...), composed from all of the above.
-        .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
-                                            "Decoding", "Debounce", "Pipeline", "Outputs", "Serial",
-                                            "GPIO", "Sound", "Config", "Service", "Bench"],
+        // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
+        // scoring, `bench` and `soak`.
+        .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
+                                              "Simulator", "Stdout", "Serial", "SerialLine", "GPIO", "Feedback", "CShim",
+                                              "CZbar", "CZXingShim"],
+                swiftSettings: swiftSettings),
+        // The commands (run, doctor, decode-image, make-code, ...): wiring only.
+        .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
+                                            "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
+                                            "Catalog", "Feedback", "Service", "Doctor", "Tools"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
         .testTarget(name: "ScanGateTests",
-                    dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
-                                   "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
-                                   "Service", "App", "Bench", "CShim"],
+                    dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
+                                   "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
+                                   "Components", "Stdout", "Serial", "Feedback", "Catalog", "Service", "Doctor",
+                                   "Tools", "App", "CShim"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17

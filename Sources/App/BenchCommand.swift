@@ -1,9 +1,10 @@
-import Bench
+import Tools
 import Core
 import Decoding
 import Platform
 #if canImport(Glibc)
 import Glibc
+import Tools
 #endif
 
 /// `scangate bench`: the performance targets as ratios measured in one run.

@@ -1,5 +1,6 @@
 import Config
 import Core
+import Settings
 
 /// The arguments of one tool command (decode-image, make-code, render, bench, soak), read front to
 /// back. Each command keeps its own `switch` over the flags; this holds what each of them did by hand:

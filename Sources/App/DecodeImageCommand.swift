@@ -3,6 +3,8 @@ import Core
 import Decoding
 import Images
 import Platform
+import Settings
+import Tools
 
 /// `scangate decode-image FILE...`: prints each payload found on its own line as raw bytes.
 /// Exit 0 when anything was found, 1 when nothing was, 2 when a file cannot be read (the other files

@@ -5,6 +5,7 @@ import Core
 import Images
 import Platform
 import Simulator
+import Settings
 
 /// `scangate render SCENARIO --out FILE.y4m|DIR`: writes every frame of one pass of a scenario, exactly as
 /// the simulated camera produces them, to a Y4M file or a folder of numbered PGM/PNG files (for replay).
@@ -76,13 +77,14 @@ enum RenderCommand {
     static func render(_ camera: SimulatedCamera, to out: String, format: Format) throws -> Int {
         try camera.open()
         defer { camera.close() }
+        let stop = StopToken()
         switch format {
         case .y4m, .y4m420:
             let writer = try Y4MWriter(path: out, width: camera.width, height: camera.height, fps: camera.fps,
                                        layout: format == .y4m ? .mono : .c420jpeg)
             defer { writer.close() }
             for _ in 0..<camera.frameCount {
-                guard let frame = try camera.nextFrame() else { break }
+                guard let frame = try camera.nextFrame(until: stop) else { break }
                 try writer.write(luma: frame.luma)
             }
         case .pgm, .png:
@@ -90,7 +92,7 @@ enum RenderCommand {
                 throw UsageError("cannot create folder \(out): \(Errno.current)")
             }
             for n in 0..<camera.frameCount {
-                guard let frame = try camera.nextFrame() else { break }
+                guard let frame = try camera.nextFrame(until: stop) else { break }
                 let digits = String(n)
                 let name = String(repeating: "0", count: max(0, 6 - digits.count)) + digits
                 let image = LumaImage(width: frame.width, height: frame.height, pixels: frame.luma)

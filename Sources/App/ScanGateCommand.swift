@@ -2,6 +2,7 @@ import CShim
 import Core
 #if canImport(Glibc)
 @_exported import Glibc
+import Doctor
 #endif
 
 /// `scangate COMMAND ...`: dispatches to the commands. Each returns the process exit code.
@@ -57,10 +58,4 @@ public enum ScanGateCommand {
 func usageError(_ message: String) -> Int32 {
     Logger.writeToStderr("scangate: " + Logger.escapeControls(message))
     return ExitCode.usage.rawValue
-}
-
-extension String {
-    func padding(_ width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
-    }
 }

@@ -1,4 +1,4 @@
-import Bench
+import Tools
 import Core
 import Images
 import Platform

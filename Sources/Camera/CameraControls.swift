@@ -4,6 +4,7 @@ import Glibc
 import CV4L2
 import Core
 import Platform
+import Settings
 
 /// One V4L2 control as VIDIOC_QUERYCTRL describes it.
 struct ControlInfo: Equatable {

@@ -4,6 +4,7 @@ import Glibc
 import CV4L2
 import Core
 import Platform
+import Settings
 
 /// The capture format the driver agreed to.
 struct NegotiatedFormat: Equatable {

@@ -5,6 +5,7 @@ import CV4L2
 import Core
 import Synchronization
 import Platform
+import Settings
 
 /// A V4L2 capture device (USB UVC camera, libcamerify'd CSI camera, vivid), after pikvm/ustreamer:
 /// the settings say what to capture; the runtime (descriptor, format, mmap'd buffers) exists between
@@ -126,18 +127,14 @@ public final class V4L2Camera: FrameSource {
 
     /// Longest single poll: bounds how long a shutdown request waits.
     static let pollSliceMs: Double = 200
-    private let interrupted = Atomic<Bool>(false)
-
-    public func interrupt() { interrupted.store(true, ordering: .relaxed) }
-
-    public func nextFrame() throws -> Frame? {
+    public func nextFrame(until stop: StopToken) throws -> Frame? {
         guard let session else { throw CaptureError.deviceLost(device: device, reason: "not open") }
         let timeout = settings.frameTimeoutMs
         let deadline = MonotonicInstant.now().adding(milliseconds: Double(timeout))
         while true {
             let remaining = deadline.milliseconds(since: .now())
             guard remaining > 0 else { throw timeoutError(session) }
-            if interrupted.load(ordering: .relaxed) { return nil }
+            if stop.isStopped { return nil }
             // Poll in short slices so a shutdown request is noticed within one slice.
             let slice = min(remaining.rounded(.up), V4L2Camera.pollSliceMs)
             let revents: Int16

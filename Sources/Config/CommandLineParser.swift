@@ -1,4 +1,5 @@
 import Core
+import Settings
 
 /// Parses `scangate run` flags against the option table. Every error names the flag and says what is allowed.
 public struct CommandLineParser {
@@ -79,7 +80,7 @@ public struct CommandLineParser {
     /// The options section of `scangate run --help`, grouped by config section.
     public static func helpText(table: [OptionSpec] = OptionTable.all) -> String {
         var lines: [String] = []
-        for section in ConfigSection.allCases {
+        for section in OptionTable.sections(of: table) {
             let options = table.filter { $0.section == section }
             guard !options.isEmpty else { continue }
             lines.append("  [\(section.rawValue)]")
@@ -89,7 +90,6 @@ public struct CommandLineParser {
                 let pad = max(1, 34 - head.count)
                 var line = head + String(repeating: " ", count: pad) + o.help
                 if !o.defaultText.isEmpty { line += " (default \(o.defaultText))" }
-                if o.repeatable { line += "" }
                 lines.append(line)
             }
         }

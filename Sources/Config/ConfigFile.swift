@@ -3,6 +3,7 @@ import Core
 import Platform
 #if canImport(Glibc)
 import Glibc
+import Settings
 #endif
 
 /// One `key = value` line of the INI file, matched to its option.
@@ -90,7 +91,11 @@ private final class INIParseContext {
         self.table = table
     }
 
-    var sectionList: String { ConfigSection.allCases.map { "[\($0.rawValue)]" }.joined(separator: ", ") }
+    var sections: [ConfigSection] { OptionTable.sections(of: table) }
+    var sectionList: String { sections.map { "[\($0.rawValue)]" }.joined(separator: ", ") }
+
+    /// The section named `name`, when the option table has it.
+    func section(named name: String) -> ConfigSection? { sections.first { $0.rawValue == name } }
 
     func fail(_ message: String) {
         if firstError == nil {
@@ -149,7 +154,7 @@ private final class INIParseContext {
         let trimmed = text.drop { $0 == " " || $0 == "\t" }
         guard trimmed.first == "[", let close = trimmed.firstIndex(of: "]") else { return }
         let section = String(trimmed[trimmed.index(after: trimmed.startIndex)..<close])
-        if ConfigSection(rawValue: section) == nil {
+        if self.section(named: section) == nil {
             fail("unknown section [\(section)] (sections: \(sectionList))")
         }
     }
@@ -161,7 +166,7 @@ private final class INIParseContext {
             return false
         }
         lastHandled = (section, key)
-        guard let configSection = ConfigSection(rawValue: section) else {
+        guard let configSection = self.section(named: section) else {
             if section.isEmpty {
                 let home = table.first { $0.name == key }.map { "; it belongs in [\($0.section.rawValue)]" } ?? ""
                 fail("key '\(key)' is outside any section\(home) (sections: \(sectionList))")

@@ -1,4 +1,5 @@
 import Core
+import Settings
 
 /// Writes settings back as INI: the effective configuration (`check-config`) and the commented example
 /// (`deploy/scangate.conf`, from `check-config --example`), both generated from the option table.
@@ -8,7 +9,7 @@ public enum ConfigFileRendering {
     public static func effective(_ settings: RunSettings, table: [OptionSpec] = OptionTable.all,
                                  header: [String] = []) -> String {
         var lines = header.map { "# \($0)" }
-        for section in ConfigSection.allCases {
+        for section in OptionTable.sections(of: table) {
             let options = table.filter { $0.section == section }
             guard !options.isEmpty else { continue }
             if !lines.isEmpty { lines.append("") }
@@ -50,7 +51,7 @@ public enum ConfigFileRendering {
             "#",
             "# This file is generated from the option table: scangate check-config --example",
         ]
-        for section in ConfigSection.allCases {
+        for section in OptionTable.sections(of: table) {
             let options = table.filter { $0.section == section }
             guard !options.isEmpty else { continue }
             lines.append("")

@@ -1,4 +1,5 @@
 import Core
+import Settings
 
 /// Where `scangate run` gets its settings: defaults, then the config file, then command-line flags.
 public enum Configuration {

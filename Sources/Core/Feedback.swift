@@ -1,3 +1,5 @@
+import Platform
+
 /// The feedback seam. LEDs, the buzzer and the ALSA beep play `FeedbackCommand`s. The commands come
 /// from the read itself (`feedback = local`: grant or deny for each read) or from the door controller
 /// (`feedback = controller`: OSDP LED and BUZ commands, the Wiegand LED and beeper inputs, a serial
@@ -115,4 +117,18 @@ public struct FeedbackCommand: Equatable, Sendable {
         self.led = led
         self.tone = tone
     }
+}
+
+/// A device that plays feedback: the GPIO LEDs and buzzer, the ALSA beep. The daemon builds each from
+/// its own settings section and rebuilds it only when those change; the feedback hub fans requests out.
+public protocol FeedbackDevice: AnyObject, Sendable {
+    /// "gpio", "beep": for logs.
+    var name: String { get }
+    /// Plays `request`, resolving grant, deny and the read cue from the device's own settings. Never blocks.
+    func play(_ request: FeedbackRequest)
+    /// Blocks until what plays now has finished, or `deadline`; true when idle. Used before an exit the
+    /// daemon chose itself (end of a replay, --oneshot), so a good-read flash is not cut short.
+    func waitUntilIdle(deadline: MonotonicInstant) -> Bool
+    /// Stops at once, drives every line inactive and releases the device, returning by `deadline`.
+    func close(deadline: MonotonicInstant)
 }

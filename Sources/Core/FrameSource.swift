@@ -2,7 +2,9 @@ import Platform
 
 /// The source seam: the V4L2 camera, the simulator, replay.
 /// Lifecycle (after pikvm/ustreamer): open → nextFrame… → close; a persistent source may be
-/// closed and opened again after it was lost. Used from one capture thread only.
+/// closed and opened again after it was lost, and an open source may be handed from one pipeline run to
+/// the next (a reload that kept the camera settings): it keeps no state about who asked it to stop.
+/// Used from one capture thread at a time.
 public protocol FrameSource: AnyObject {
     /// "sim:HELLO", "/dev/video0", "replay:clip.y4m": for logs and status.
     var name: String { get }
@@ -13,17 +15,15 @@ public protocol FrameSource: AnyObject {
     var isReconnectable: Bool { get }
 
     func open() throws
-    /// The next frame; nil at the end of a finite source (replay, a scenario without --loop).
+    /// The next frame; nil at the end of a finite source (replay, a scenario without --loop), or soon
+    /// (within one poll slice) after `stop` is stopped from another thread.
     /// Throws `CaptureError` for a lost device or a timeout.
-    func nextFrame() throws -> Frame?
+    func nextFrame(until stop: StopToken) throws -> Frame?
     func close()
-    /// Asks a blocked `nextFrame()` to return nil soon (shutdown). Called from another thread.
-    func interrupt()
 }
 
 extension FrameSource {
     public var isReconnectable: Bool { false }
-    public func interrupt() {}
 }
 
 /// Why a source could not deliver a frame.

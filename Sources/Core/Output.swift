@@ -115,3 +115,33 @@ public protocol ReadPolicy: Sendable {
     /// code that stays in view once), so a one-time pass is consumed here.
     func judge(_ event: inout ReadEvent)
 }
+
+/// What the daemon gives an output when it builds one: the logger, the feedback hub (for a controller's
+/// LED and buzzer commands, or a serial reply) and the status board (for a controller's link). Both
+/// live for the daemon's whole run, so an output may keep them.
+public struct OutputContext: Sendable {
+    public let logger: Logger
+    public let feedback: any FeedbackSink
+    public let links: any ControllerLinkObserver
+
+    public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver) {
+        self.logger = logger
+        self.feedback = feedback
+        self.links = links
+    }
+}
+
+/// Where the pipeline hands each read once the policies and the door outputs judged it: the feedback
+/// hub, which plays grant, deny or the read cue as `feedback` says.
+public protocol ReadFeedback: AnyObject, Sendable {
+    /// `doorOutputs`: how many door outputs are configured (none: nothing can refuse the read).
+    func readJudged(_ event: ReadEvent, doorOutputs: Int)
+}
+
+/// Something that drives lines: LEDs, a buzzer, Wiegand D0/D1, a door relay. When shutdown runs out of
+/// time (a thread stuck in a blocking call), the daemon calls `forceInactive()` from its signal thread
+/// just before it ends the process, so no line is left active.
+public protocol LineHolder: AnyObject, Sendable {
+    /// Drives every line inactive now, from any thread, without waiting for the owner's thread. Bounded.
+    func forceInactive()
+}

@@ -91,6 +91,8 @@ public struct CredentialInfo: Equatable, Sendable {
 }
 
 /// What the daemon is doing, for the status LED, sd_notify STATUS= and logs.
-public enum DaemonStatus: String, Sendable, Equatable {
+public enum DaemonStatus: String, Sendable, Equatable, CaseIterable {
     case starting, scanning, cameraLost = "camera lost", paused, stopping
+    /// Scanning, but a door controller that can tell (an OSDP panel) is not talking to the reader.
+    case controllerOffline = "controller offline"
 }

@@ -1,5 +1,6 @@
 import Core
 import Platform
+import Settings
 
 /// Report-once rules, on the frames' capture timestamps:
 /// - a code (symbology + payload bytes) is reported once, after it has been read in

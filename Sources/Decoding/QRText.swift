@@ -7,7 +7,7 @@
 /// zbar in binary mode returns the raw bytes of all segments and drops ECI designators, so the
 /// charset is inferred from the bytes. Used when `DecoderSettings.qrTextAsUTF8` is on (decode-image by
 /// default; `run` only with --qr-text-utf8, because the daemon promises payload bytes kept exactly).
-final class QRText {
+public final class QRText {
     private let shiftJIS: CharsetConverter?
 
     init() {
@@ -35,7 +35,7 @@ final class QRText {
         }
     }
 
-    static func latin1ToUTF8(_ bytes: [UInt8]) -> [UInt8] {
+    public static func latin1ToUTF8(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
         for b in bytes {

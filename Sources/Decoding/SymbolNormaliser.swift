@@ -1,4 +1,5 @@
 import Core
+import Settings
 
 /// Check digits and UPC forms, applied to every decoded symbol.
 public enum SymbolNormaliser {

@@ -1,5 +1,6 @@
 import CZbar
 import Core
+import Settings
 
 /// The zbar implementation of the decoder seam.
 public final class ZbarDecoder: Decoder {

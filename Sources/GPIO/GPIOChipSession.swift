@@ -1,4 +1,5 @@
 import Platform
+import Settings
 
 /// One open chip and the output line requests made through it: the single owner of both. Lines are
 /// requested with consumer "scangate"; `close` drives every requested line inactive, releases it and
@@ -72,13 +73,6 @@ final class GPIOChipSession {
             return .failure(GPIOError(.lineFailed,
                 "cannot set GPIO line \(request.title) on \(title) for the \(role.title): \(e)", errno: e))
         }
-    }
-
-    /// Drives one role's line inactive and releases it (the chip stays open).
-    func release(_ role: GPIORole) {
-        guard !closed, let request = requests.removeValue(forKey: role) else { return }
-        _ = calls.setValue(request.line, 0)
-        calls.release(request.line)
     }
 
     /// Drives every requested line inactive, releases it and closes the chip. Idempotent. Returns the

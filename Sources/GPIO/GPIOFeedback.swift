@@ -2,20 +2,24 @@ import Core
 import Dispatch
 import Platform
 import Synchronization
+import Settings
 
-/// The GPIO sink: LEDs and buzzer feedback for reads, and the status LED. `handle` and
-/// `statusChanged` only post the pattern to play and return; a dedicated feedback thread owns the
-/// lines and the pattern player and times the patterns on CLOCK_MONOTONIC. A new event preempts the
-/// running pattern. When the chip or a line cannot be opened the thread logs it (rate-limited) and
-/// retries every `retry-ms` while scanning goes on. `close` drives every line inactive and releases it.
-public final class GPIOFeedback: EventSink {
+/// The GPIO feedback device: the reader LED (green and red lines, amber is both), the buzzer and the
+/// status LED. `play` and `statusChanged` only post to a mailbox and return; the feedback thread (a
+/// PosixThread of its own) owns the lines and the timeline player and times every change on
+/// CLOCK_MONOTONIC. A new command replaces what it overrides (a grant during a deny turns red off at
+/// once). When the chip or a line cannot be opened the thread logs it (rate-limited) and retries every
+/// `retry-ms` while scanning goes on. `close` drives every line inactive and releases it.
+public final class GPIOFeedback: FeedbackDevice, StatusObserver, LineHolder {
     public let name = "gpio"
-    private let patterns: FeedbackPatterns
+    public let commands: GPIOFeedbackCommands
     private let mailbox = FeedbackMailbox()
     private let logger: Logger
-    private let closeTimeoutMs: Int
+    private let thread: PosixThread?
+    /// The lines, once the feedback thread has opened them: for `forceInactive` only.
+    private let lines = SharedLines()
 
-    /// The sink for `settings`, or nil when no `--gpio-chip` is configured (or it has no lines).
+    /// The device for `settings`, or nil when no `--gpio-chip` is configured (or it has no lines).
     public static func make(settings: GPIOSettings, logger: Logger) -> GPIOFeedback? {
         make(settings: settings, logger: logger, calls: SystemGpiodCalls(), clock: SystemFeedbackClock())
     }
@@ -37,92 +41,114 @@ public final class GPIOFeedback: EventSink {
         if settings.heartbeatMs >= settings.heartbeatPeriodMs {
             logger.warning("GPIO: --heartbeat-ms \(settings.heartbeatMs) is not shorter than --heartbeat-period-ms \(settings.heartbeatPeriodMs); the status LED stays lit while scanning")
         }
-        return GPIOFeedback(patterns: FeedbackPatterns(settings: settings), clock: clock, logger: logger) {
+        return GPIOFeedback(commands: GPIOFeedbackCommands(settings: settings), clock: clock, logger: logger) {
             GPIOOutputs(settings: settings, calls: calls, logger: logger, clock: clock)
         }
     }
 
     /// Starts the feedback thread; `makeLines` runs on it, and the lines are open (inactive) before
     /// init returns (waiting at most `startTimeoutMs`).
-    public init(patterns: FeedbackPatterns, clock: FeedbackClock, logger: Logger,
-                startTimeoutMs: Int = 2000, closeTimeoutMs: Int = 1000,
+    public init(commands: GPIOFeedbackCommands, clock: FeedbackClock, logger: Logger, startTimeoutMs: Int = 2000,
                 makeLines: @escaping @Sendable () -> FeedbackLines) {
-        self.patterns = patterns
+        self.commands = commands
         self.logger = logger
-        self.closeTimeoutMs = closeTimeoutMs
         let mailbox = self.mailbox
         let started = DispatchSemaphore(value: 0)
-        DispatchQueue(label: "scangate.gpio-feedback", qos: .userInteractive).async {
-            FeedbackMailbox.run(mailbox, clock: clock, lines: makeLines(), started: started)
+        let box = self.lines
+        do {
+            thread = try PosixThread(name: "scangate-gpio") {
+                let lines = makeLines()
+                box.set(lines)
+                FeedbackMailbox.run(mailbox, clock: clock, lines: lines, started: started)
+            }
+        } catch {
+            logger.error("GPIO: cannot start the feedback thread: \(error); LEDs and buzzer are off")
+            thread = nil
+            mailbox.markFinished()
+            return
         }
         if started.wait(timeout: .now() + .milliseconds(startTimeoutMs)) == .timedOut {
             logger.warning("GPIO: feedback thread did not start within \(startTimeoutMs) ms")
         }
     }
 
-    deinit { close() }
+    deinit { close(deadline: .now().adding(milliseconds: 1000)) }
 
-    public func handle(_ event: ReadEvent) {
-        mailbox.post(event: patterns.forEvent(verdict: event.verdict))
+    public func play(_ request: FeedbackRequest) {
+        mailbox.post(command: commands.command(for: request))
     }
 
     public func statusChanged(_ status: DaemonStatus) {
-        mailbox.post(status: status, pattern: patterns.forStatus(status))
+        mailbox.post(status: status, blink: commands.status(status))
     }
 
-    /// Lets the running read feedback finish (end of a replay, `--oneshot`); see `waitUntilIdle`.
-    public func finishPending(timeoutMilliseconds: Int) {
-        _ = waitUntilIdle(timeoutMilliseconds: timeoutMilliseconds)
+    /// Drives every line inactive at once from the calling thread (shutdown out of time).
+    public func forceInactive() {
+        lines.get()?.forceInactive()
     }
 
-    /// Blocks until no read feedback is playing (or `timeoutMilliseconds` passed): for `--oneshot`,
-    /// to let the good-read pattern finish before `close`. True when idle.
-    @discardableResult
-    public func waitUntilIdle(timeoutMilliseconds: Int) -> Bool {
+    public func waitUntilIdle(deadline: MonotonicInstant) -> Bool {
         let done = DispatchSemaphore(value: 0)
         guard mailbox.addIdleWaiter(done) else { return true }
-        return done.wait(timeout: .now() + .milliseconds(timeoutMilliseconds)) == .success
+        let ms = max(0, deadline.milliseconds(since: .now()))
+        return done.wait(timeout: .now() + .milliseconds(Int(ms.rounded(.up)))) == .success
     }
 
-    /// Stops the patterns at once, drives every line inactive, releases the lines and closes the chip
-    /// (bounded by `closeTimeoutMs`). Idempotent; events after close are ignored.
-    public func close() {
+    /// Stops at once, drives every line inactive, releases the lines and closes the chip, waiting for
+    /// the thread until `deadline`. Idempotent; commands after close are ignored.
+    public func close(deadline: MonotonicInstant) {
         guard mailbox.requestStop() else { return }
-        if mailbox.finished.wait(timeout: .now() + .milliseconds(closeTimeoutMs)) == .timedOut {
-            logger.error("GPIO: feedback thread did not stop within \(closeTimeoutMs) ms; lines may not be inactive")
+        let ms = max(0, deadline.milliseconds(since: .now()))
+        if mailbox.finished.wait(timeout: .now() + .milliseconds(Int(ms.rounded(.up)))) == .timedOut {
+            logger.error("GPIO: feedback thread did not stop in time; lines may not be inactive")
+            return
         }
+        thread?.join()
     }
 }
 
-/// What the sink posts to the feedback thread: the newest pattern per channel (older ones would be
-/// preempted at the same instant anyway, so the inbox never grows), stop, and idle waiters.
+/// The feedback thread's lines, reachable from the thread that ends the process when shutdown runs out of
+/// time (`FeedbackLines.forceInactive` is the one call made from there; the implementation locks).
+final class SharedLines: @unchecked Sendable {
+    private let lock = Mutex(())
+    private var lines: FeedbackLines?
+
+    func set(_ value: FeedbackLines) { lock.withLock { _ in lines = value } }
+    func get() -> FeedbackLines? { lock.withLock { _ in lines } }
+}
+
+/// What the device posts to the feedback thread: commands in order (bounded: under a flood the oldest
+/// go, they would be replaced at once anyway), the newest status, stop, and idle waiters.
 final class FeedbackMailbox: Sendable {
     struct Inbox {
-        var event: FeedbackPattern?
-        var status: FeedbackPattern?
+        var commands: [FeedbackCommand] = []
+        var status: StatusBlink?
         var lastStatus: DaemonStatus?
         var stopping = false
         var idleWaiters: [DispatchSemaphore] = []
     }
 
+    static let maximumQueued = 32
     let inbox = Mutex(Inbox())
     let wake = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
+    private let finishedOnce = Atomic<Bool>(false)
 
-    func post(event pattern: FeedbackPattern) {
+    func post(command: FeedbackCommand) {
         let posted = inbox.withLock { s -> Bool in
             guard !s.stopping else { return false }
-            s.event = pattern
+            if s.commands.count >= Self.maximumQueued { s.commands.removeFirst() }
+            s.commands.append(command)
             return true
         }
         if posted { wake.signal() }
     }
 
-    func post(status: DaemonStatus, pattern: FeedbackPattern) {
+    func post(status: DaemonStatus, blink: StatusBlink) {
         let posted = inbox.withLock { s -> Bool in
             guard !s.stopping, s.lastStatus != status else { return false }
             s.lastStatus = status
-            s.status = pattern
+            s.status = blink
             return true
         }
         if posted { wake.signal() }
@@ -150,25 +176,29 @@ final class FeedbackMailbox: Sendable {
         return first
     }
 
-    /// The feedback thread: applies posted patterns, plays due steps, retries missing lines, and sleeps
-    /// until the next step or retry is due or something is posted.
+    func markFinished() {
+        if !finishedOnce.exchange(true, ordering: .acquiringAndReleasing) { finished.signal() }
+    }
+
+    /// The feedback thread: applies posted commands, plays due changes, retries missing lines, and
+    /// sleeps until the next change or retry is due or something is posted.
     static func run(_ mailbox: FeedbackMailbox, clock: FeedbackClock, lines: FeedbackLines,
                     started: DispatchSemaphore) {
-        let player = PatternPlayer(driver: lines, clock: clock)
+        let player = FeedbackTimelinePlayer(driver: lines, clock: clock)
         started.signal()
         while true {
-            let (event, status, stopping) = mailbox.inbox.withLock { s in
-                defer { s.event = nil; s.status = nil }
-                return (s.event, s.status, s.stopping)
+            let (commands, status, stopping) = mailbox.inbox.withLock { s in
+                defer { s.commands.removeAll(); s.status = nil }
+                return (s.commands, s.status, s.stopping)
             }
             if stopping { break }
-            if let status { player.play(status, on: .status) }
-            if let event { player.play(event, on: .event) }
+            if let status { player.setStatus(status) }
+            if !commands.isEmpty { player.apply(commands) }
             player.tick()
             let retry = lines.service(at: clock.now())
-            if !player.isPlaying(.event) {
+            if !player.isPlaying {
                 let waiters = mailbox.inbox.withLock { s -> [DispatchSemaphore] in
-                    guard s.event == nil else { return [] }
+                    guard s.commands.isEmpty else { return [] }
                     defer { s.idleWaiters.removeAll() }
                     return s.idleWaiters
                 }
@@ -191,6 +221,6 @@ final class FeedbackMailbox: Sendable {
             return s.idleWaiters
         }
         for w in waiters { w.signal() }
-        mailbox.finished.signal()
+        mailbox.markFinished()
     }
 }

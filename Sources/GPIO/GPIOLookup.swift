@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Platform
+import Settings
 
 /// One chip found on the machine, for error messages, `doctor` and `list` output.
 public struct GPIOChipInfo: Equatable, Sendable, CustomStringConvertible {

@@ -1,12 +1,16 @@
 import Core
+import Synchronization
 import Platform
+import Settings
 
 /// The real line driver: opens `--gpio-chip` and each configured role's line, drives them, and keeps
 /// scanning-friendly: a chip or line that cannot be opened (missing, busy, no permission) is logged
 /// (rate-limited) and tried again every `retryMs`; a chip that vanishes is closed and reopened later.
 /// Lines start inactive; a line opened late starts at the level the running pattern wants.
-/// Not thread-safe: owned by the feedback thread.
-public final class GPIOOutputs: FeedbackLines {
+/// Owned by the feedback thread; the one exception is `forceInactive`, which the daemon may call from its
+/// signal thread when shutdown runs out of time, so every operation holds a lock.
+public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
+    private let lock = Mutex(())
     private let settings: GPIOSettings
     private let calls: GpiodCalls
     private let logger: Logger
@@ -40,6 +44,10 @@ public final class GPIOOutputs: FeedbackLines {
     }
 
     public func set(_ role: GPIORole, active: Bool) {
+        lock.withLock { _ in setLocked(role, active: active) }
+    }
+
+    private func setLocked(_ role: GPIORole, active: Bool) {
         guard !closed else { return }
         desired[role] = active
         guard let session else { return }
@@ -57,16 +65,33 @@ public final class GPIOOutputs: FeedbackLines {
     }
 
     public func service(at now: MonotonicInstant) -> MonotonicInstant? {
-        guard !closed else { return nil }
-        if let due = nextRetry, due <= now { openMissing(at: now) }
-        return nextRetry
+        lock.withLock { _ in
+            guard !closed else { return nil }
+            if let due = nextRetry, due <= now { openMissing(at: now) }
+            return nextRetry
+        }
     }
 
     public func close() {
-        guard !closed else { return }
-        closeSession()
-        closed = true
-        nextRetry = nil
+        lock.withLock { _ in
+            guard !closed else { return }
+            closeSession()
+            closed = true
+            nextRetry = nil
+        }
+    }
+
+    public func forceInactive() {
+        // The owner holds the lock only for one libgpiod call at a time; wait for it a little, never for ever.
+        for _ in 0..<50 {
+            let done: Bool? = lock.withLockIfAvailable { _ in
+                guard !closed, let session else { return true }
+                for role in session.requests.keys.sorted() { _ = session.set(role, active: false) }
+                return true
+            }
+            if done != nil { return }
+            sleepThread(milliseconds: 2)
+        }
     }
 
     private func closeSession() {

@@ -1,4 +1,5 @@
 import Platform
+import Settings
 
 /// Where the pattern player's levels go: one logical level per role (true = active). The real driver
 /// is `GPIOOutputs`; unit tests record (time, role, level).
@@ -13,4 +14,11 @@ public protocol FeedbackLines: LineDriver {
     func service(at now: MonotonicInstant) -> MonotonicInstant?
     /// Drives every line inactive and releases it. Idempotent.
     func close()
+    /// Drives every line inactive now, from another thread, while the owner may be stuck (shutdown out of
+    /// time). Bounded; the lines stay requested.
+    func forceInactive()
+}
+
+extension FeedbackLines {
+    public func forceInactive() {}
 }

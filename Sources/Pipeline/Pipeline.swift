@@ -5,8 +5,11 @@ import Dispatch
 import Platform
 import Synchronization
 
-/// Source → capture thread → newest-frame handoff → decode queue (decoder, debouncer, payload policies)
-/// → sinks. `run()` blocks until the source ends, `stop()` is called, or `--oneshot` is satisfied.
+/// Source → capture thread → newest-frame handoff → decode queue (decoder, debouncer) → the dispatcher
+/// (policies, door outputs, report outputs, feedback). `run()` blocks until the source ends, `stop()` is
+/// called, or `--oneshot` is satisfied. The pipeline owns none of the outputs: the daemon builds them
+/// once and hands each run a dispatcher over them. Each run has its own stop token, so a source kept open
+/// across a reload starts the next run fresh.
 public final class Pipeline: @unchecked Sendable {
     public struct Options: Sendable {
         /// Stop after the first accepted code.
@@ -39,28 +42,28 @@ public final class Pipeline: @unchecked Sendable {
     private var debouncer: Debouncer
     private var nextSeq: UInt64 = 1
 
-    private let policies: [PayloadPolicy]
-    private let sinks: [EventSink]
+    private let dispatcher: ReadDispatcher
+    private let status: StatusBoard?
     private let logger: Logger
     private let options: Options
-    private let stopRequested = Atomic<Bool>(false)
+    private let stopToken = StopToken()
     private let pausedFlag = Atomic<Bool>(false)
-    private let status = Mutex<DaemonStatus>(.starting)
+    private let capture = Mutex<CaptureState>(.starting)
     /// Called on the decode queue after each decoded frame (watchdog progress, bench).
     private let onFrameDecoded: (@Sendable (Frame, Double) -> Void)?
     /// Called once when the source first delivers a frame (READY=1).
     private let onFirstFrame: (@Sendable () -> Void)?
     private var handoff: FrameHandoff!
 
-    public init(source: FrameSource, decoder: Decoder, debouncer: Debouncer, policies: [PayloadPolicy] = [],
-                sinks: [EventSink], logger: Logger, options: Options = Options(),
+    public init(source: FrameSource, decoder: Decoder, debouncer: Debouncer, dispatcher: ReadDispatcher,
+                status: StatusBoard? = nil, logger: Logger, options: Options = Options(),
                 onFirstFrame: (@Sendable () -> Void)? = nil,
                 onFrameDecoded: (@Sendable (Frame, Double) -> Void)? = nil) {
         self.source = source
         self.decoder = decoder
         self.debouncer = debouncer
-        self.policies = policies
-        self.sinks = sinks
+        self.dispatcher = dispatcher
+        self.status = status
         self.logger = logger
         self.options = options
         self.onFirstFrame = onFirstFrame
@@ -72,13 +75,10 @@ public final class Pipeline: @unchecked Sendable {
     public var droppedFrames: UInt64 { handoff.droppedCount }
     /// After run(): the next event's seq and the debouncer's state, to carry over a config reload.
     public var carryOver: (nextSeq: UInt64, debouncer: Debouncer) { handoff.queue.sync { (nextSeq, debouncer) } }
-    public var currentStatus: DaemonStatus { status.withLock { $0 } }
+    public var currentCapture: CaptureState { capture.withLock { $0 } }
 
     /// Asks the pipeline to finish (oneshot). Safe from any thread.
-    public func stop() {
-        stopRequested.store(true, ordering: .relaxed)
-        source.interrupt()
-    }
+    public func stop() { stopToken.stop() }
     /// Stops at once for SIGTERM/SIGINT: feedback in progress is cut short, outputs go inactive.
     public func stopForSignal() {
         signalled.store(true, ordering: .relaxed)
@@ -94,7 +94,9 @@ public final class Pipeline: @unchecked Sendable {
     private let sourceOpenAtEnd = Atomic<Bool>(false)
     /// After run(): the source was left open (stopForReload) and can be handed to the next pipeline.
     public var sourceLeftOpen: Bool { sourceOpenAtEnd.load(ordering: .relaxed) }
-    public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+    public var isStopping: Bool { stopToken.isStopped }
+    /// Stopped by a signal (SIGTERM, SIGINT, SIGHUP) rather than by its own end.
+    public var wasSignalled: Bool { signalled.load(ordering: .relaxed) }
 
     /// Pause (SIGUSR1): frames are still captured (the camera keeps streaming) but not decoded.
     public func setPaused(_ paused: Bool) {
@@ -104,7 +106,8 @@ public final class Pipeline: @unchecked Sendable {
     }
     public var isPaused: Bool { pausedFlag.load(ordering: .relaxed) }
 
-    /// Runs the capture loop on a dedicated capture thread and waits for it.
+    /// Runs the capture loop on a dedicated capture thread, waits for it, and lets the decode queue
+    /// finish the frames handed to it. The outputs stay open: they belong to the daemon.
     public func run() -> Outcome {
         let result = Mutex<Outcome>(.finished)
         do {
@@ -117,14 +120,6 @@ public final class Pipeline: @unchecked Sendable {
             return .failed("cannot start the capture thread: \(error)")
         }
         handoff.drain()
-        // Ending on its own (end of replay, --oneshot, --max-frames): let started feedback finish.
-        if !signalled.load(ordering: .relaxed) {
-            for sink in sinks { sink.finishPending(timeoutMilliseconds: 1500) }
-        }
-        setStatus(.stopping)
-        // Closed side by side: shutdown takes as long as the slowest sink's bound, not their sum.
-        let sinks = self.sinks
-        DispatchQueue.concurrentPerform(iterations: sinks.count) { sinks[$0].close() }
         return result.withLock { $0 }
     }
 
@@ -148,7 +143,7 @@ public final class Pipeline: @unchecked Sendable {
                     try source.open()
                     opened = true
                     backoffMs = options.reconnectInitialMs
-                    if currentStatus == .cameraLost { logger.notice("camera back: \(source.name)") }
+                    if currentCapture == .cameraLost { logger.notice("camera back: \(source.name)") }
                     setStatus(isPaused ? .paused : .scanning)
                 } catch let error as CaptureError where source.isReconnectable {
                     if case .badInput(let message) = error { return .badInput(message) }
@@ -169,7 +164,7 @@ public final class Pipeline: @unchecked Sendable {
             let frame: Frame?
             let captureStart = MonotonicInstant.now()
             do {
-                frame = try source.nextFrame()
+                frame = try source.nextFrame(until: stopToken)
             } catch let error as CaptureError {
                 if case .badInput(let message) = error { return .badInput(message) }
                 guard source.isReconnectable else { return .failed(error.description) }
@@ -196,7 +191,7 @@ public final class Pipeline: @unchecked Sendable {
     }
 
     private func reportLost(_ reason: String) {
-        if currentStatus != .cameraLost {
+        if currentCapture != .cameraLost {
             stats.cameraLost()
             setStatus(.cameraLost)
         }
@@ -210,13 +205,13 @@ public final class Pipeline: @unchecked Sendable {
         backoffMs = min(backoffMs * 2, options.reconnectMaxMs)
     }
 
-    private func setStatus(_ new: DaemonStatus) {
-        let changed = status.withLock { s in
+    private func setStatus(_ new: CaptureState) {
+        let changed = capture.withLock { s in
             guard s != new else { return false }
             s = new
             return true
         }
-        if changed { for sink in sinks { sink.statusChanged(new) } }
+        if changed { status?.setCapture(new) }
     }
 
     // MARK: decode queue
@@ -233,16 +228,14 @@ public final class Pipeline: @unchecked Sendable {
         let toReport = debouncer.process(time: frame.captureTime, symbols: symbols)
         stats.stageTimed(\.debounce, MonotonicInstant.now().nanoseconds &- decodedAt.nanoseconds)
         for symbol in toReport {
-            let verdict = policies.lazy.map { $0.verdict(for: symbol) }.first { !$0.isAccepted } ?? .accepted
-            let event = ReadEvent(seq: nextSeq, wallTimeNanoseconds: WallClock.nowNanoseconds(), symbol: symbol,
-                                  frame: frame.sequence, dequeuedAt: frame.dequeuedAt, emittedAt: .now(),
-                                  verdict: verdict)
+            let read = ReadEvent(seq: nextSeq, wallTimeNanoseconds: WallClock.nowNanoseconds(), symbol: symbol,
+                                 frame: frame.sequence, dequeuedAt: frame.dequeuedAt, emittedAt: .now())
             nextSeq += 1
-            stats.codeReported(accepted: verdict.isAccepted)
             let sinkStart = MonotonicInstant.now()
-            for sink in sinks { sink.handle(event) }
+            let event = dispatcher.dispatch(read)
             stats.stageTimed(\.sinks, MonotonicInstant.now().nanoseconds &- sinkStart.nanoseconds)
-            if options.oneshot && verdict.isAccepted {
+            stats.codeReported(accepted: event.verdict.isAccepted)
+            if options.oneshot && event.verdict.isAccepted {
                 stop()
                 return
             }

@@ -4,6 +4,7 @@ import Glibc
 import Core
 import Images
 import Platform
+import Settings
 
 /// Replays recorded footage: a YUV4MPEG2 file (only the luma plane is used) or a folder of PGM/PNG/JPEG
 /// frames in natural name order. Frames are numbered from 0 in file order; capture time = frame / fps,
@@ -61,8 +62,8 @@ public final class ReplaySource: FrameSource {
         pacer.reset()
     }
 
-    public func nextFrame() throws -> Frame? {
-        guard let luma = try nextLuma() else { return nil }
+    public func nextFrame(until stop: StopToken) throws -> Frame? {
+        guard !stop.isStopped, let luma = try nextLuma() else { return nil }
         if isLive { pacer.waitForNextFrame() }
         let frame = Frame(width: luma.width, height: luma.height, sequence: sequence,
                           captureTime: Frame.mediaTime(sequence: sequence, fps: fps),

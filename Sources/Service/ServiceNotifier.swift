@@ -7,10 +7,10 @@ import Synchronization
 /// for scanning / camera lost / paused, RELOADING=1 around a config reload, WATCHDOG=1 pings (sent by
 /// `Watchdog`), STOPPING=1 at shutdown. Outside systemd (no NOTIFY_SOCKET) every call is a cheap no-op.
 ///
-/// As an `EventSink`, add it to the pipeline's sinks: the first `.scanning` status sends READY=1, every
+/// As a `StatusObserver` of the daemon's status board: the first `.scanning` status sends READY=1, every
 /// status change sends STATUS=, and `close()` sends STOPPING=1. Messages go out on the notifier's own
-/// serial queue, in order, so `handle`/`statusChanged` never block the decode queue.
-public final class ServiceNotifier: EventSink {
+/// serial queue, in order, so `statusChanged` never blocks the caller.
+public final class ServiceNotifier: StatusObserver {
     public let name = "systemd"
     private let calls: any SystemdCalls
     private let logger: Logger
@@ -86,12 +86,11 @@ public final class ServiceNotifier: EventSink {
     /// Waits until every message queued so far has been handed to systemd.
     public func flush() { queue.sync {} }
 
-    // MARK: EventSink
-
-    public func handle(_ event: ReadEvent) {}
+    // MARK: StatusObserver
 
     public func statusChanged(_ status: DaemonStatus) { self.status(status) }
 
+    /// STOPPING=1, and waits until it is sent.
     public func close() {
         stopping()
         flush()

@@ -9,8 +9,8 @@ import Synchronization
 /// While the camera is lost or scanning is paused there are no frames by design, so pings continue:
 /// they depend on progress only in the `.scanning` state.
 ///
-/// As an `EventSink` it follows the daemon's status; `close()` stops the timer.
-public final class Watchdog: EventSink {
+/// As a `StatusObserver` it follows the daemon's status; `close()` stops the timer thread.
+public final class Watchdog: StatusObserver, @unchecked Sendable {
     public let name = "watchdog"
     /// systemd's interval; pings go out every half of it.
     public let intervalMicroseconds: UInt64
@@ -18,7 +18,7 @@ public final class Watchdog: EventSink {
     private let logger: Logger
     private let frames = Atomic<UInt64>(0)
     private let tickCount = Atomic<UInt64>(0)
-    private let queue = DispatchQueue(label: "scangate.watchdog")
+    private var thread: PosixThread?
 
     private struct State {
         var status: DaemonStatus = .starting
@@ -54,17 +54,22 @@ public final class Watchdog: EventSink {
         self.logger = logger
     }
 
-    /// Starts the timer: one `tick()` every half interval, on the watchdog's own queue, until `close()`.
+    /// Starts the timer: one `tick()` every half interval, on the watchdog's own thread, until `close()`.
+    /// Called once, before the watchdog is shared.
     public func start() {
         guard state.withLock({ s in
             defer { s.started = true }
             return !s.started
         }) else { return }
         let periodNanoseconds = Int(clamping: max(intervalMicroseconds / 2, 1000) * 1000)
-        queue.async { [self] in
-            while stop.wait(timeout: .now() + .nanoseconds(periodNanoseconds)) == .timedOut {
-                tick()
+        do {
+            thread = try PosixThread(name: "scangate-watchdog") { [self] in
+                while stop.wait(timeout: .now() + .nanoseconds(periodNanoseconds)) == .timedOut {
+                    tick()
+                }
             }
+        } catch {
+            logger.error("systemd watchdog: cannot start its thread: \(error); no pings are sent, so systemd will restart the service")
         }
     }
 
@@ -107,9 +112,7 @@ public final class Watchdog: EventSink {
         tickCount.wrappingAdd(1, ordering: .releasing)
     }
 
-    // MARK: EventSink
-
-    public func handle(_ event: ReadEvent) {}
+    // MARK: StatusObserver
 
     public func statusChanged(_ status: DaemonStatus) {
         state.withLock { $0.status = status }
@@ -122,7 +125,8 @@ public final class Watchdog: EventSink {
         }
         if running {
             stop.signal()
-            queue.sync {}
+            thread?.join()
+            thread = nil
         }
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Core
 import Images
 import Platform
+import Settings
 
 /// The simulated camera: renders a scenario's frames (`sim:FILE.scenario`) or one QR code that appears
 /// and leaves forever (`sim:PAYLOAD`). Paced in real time at the scenario's fps unless `--fast`.
@@ -63,10 +64,10 @@ public final class SimulatedCamera: FrameSource {
         pacer.reset()
     }
 
-    public func nextFrame() throws -> Frame? {
+    public func nextFrame(until stop: StopToken) throws -> Frame? {
         let count = UInt64(scenario.frameCount)
         let loops = scenario.loops || settings.loop
-        if !loops && sequence >= count { return nil }
+        if stop.isStopped || (!loops && sequence >= count) { return nil }
         let luma = renderer.render(frame: Int(sequence % count))
         if isLive { pacer.waitForNextFrame() }
         let frame = Frame(width: scenario.width, height: scenario.height, sequence: sequence,

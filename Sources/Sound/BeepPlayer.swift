@@ -1,8 +1,9 @@
 import Core
 import Platform
+import Settings
 
 /// The playback loop on the beep's own thread; sole owner of the PCM. Opens the device at start, plays
-/// each beep taken from the mailbox, stops a beep early (5 ms fade, then the short buffer drains) when a
+/// each program taken from the mailbox, stops a beep early (5 ms fade, then the short buffer drains) when a
 /// newer one or a close arrives, and closes the device at the end. A device that cannot be opened or
 /// fails is closed, logged (rate-limited) and tried again at the first beep after a backoff.
 final class BeepPlayer {
@@ -13,7 +14,9 @@ final class BeepPlayer {
     private let mailbox: BeepMailbox
 
     private var device: PCMDevice?
-    private var rendered: [BeepPattern: [Int16]] = [:]
+    private var rendered: [BeepProgram: [Int16]] = [:]
+    /// Distinct programs kept rendered (controllers can ask for many tone lengths).
+    static let renderedCacheLimit = 16
     private var retryAt = MonotonicInstant(nanoseconds: 0)
     private var backoffMilliseconds: Double
     private let initialBackoffMilliseconds: Double
@@ -41,9 +44,10 @@ final class BeepPlayer {
             switch mailbox.take() {
             case .close: break loop
             case .nothing: mailbox.waitForNews()
-            case .play(let pattern):
-                guard openIfDue(), let device else { continue }
-                play(pattern, on: device)
+            case .silence: mailbox.finishedPlaying()
+            case .play(let program):
+                if openIfDue(), let device { play(program, on: device) }
+                mailbox.finishedPlaying()
             }
         }
         closeDevice()
@@ -68,8 +72,10 @@ final class BeepPlayer {
             rendered = [:]
             backoffMilliseconds = initialBackoffMilliseconds
             let synthesizer = ToneSynthesizer(sampleRate: opened.sampleRate, volume: settings.volume)
-            for pattern in [settings.good, settings.error].compactMap({ $0 }) {
-                for tone in pattern.tones where !tone.isSilence && !synthesizer.canPlay(hertz: tone.hertz) {
+            let tones = [settings.good, settings.error, settings.cue].compactMap { $0 }.flatMap(\.tones)
+                + [Tone(hertz: settings.toneHertz, milliseconds: 1)]
+            for tone in Set(tones.map(\.hertz)).sorted().map({ Tone(hertz: $0, milliseconds: 1) }) {
+                if !tone.isSilence && !synthesizer.canPlay(hertz: tone.hertz) {
                     logger.warning("beep: \(tone.hertz) Hz is too high for ALSA device \(settings.device) at "
                                    + "\(opened.sampleRate) Hz; that tone stays silent")
                 }
@@ -104,15 +110,21 @@ final class BeepPlayer {
 
     // MARK: - Playing
 
-    private func samples(for pattern: BeepPattern, rate: Int) -> [Int16] {
-        if let cached = rendered[pattern] { return cached }
-        let samples = ToneSynthesizer(sampleRate: rate, volume: settings.volume).render(pattern)
-        rendered[pattern] = samples
+    private func samples(for program: BeepProgram, rate: Int) -> [Int16] {
+        if let cached = rendered[program] { return cached }
+        let samples = ToneSynthesizer(sampleRate: rate, volume: settings.volume).render(program.tones)
+        if rendered.count >= Self.renderedCacheLimit { rendered.removeAll() }
+        rendered[program] = samples
         return samples
     }
 
-    private func play(_ pattern: BeepPattern, on device: PCMDevice) {
-        var samples = samples(for: pattern, rate: device.sampleRate)
+    /// Plays a program to its end (a loop: until something new arrives), cutting it short with a fade
+    /// when a newer request or a close arrives.
+    private func play(_ pattern: BeepProgram, on device: PCMDevice) {
+        let period = samples(for: pattern, rate: device.sampleRate)
+        var samples = period
+        let looping: Bool
+        if case .loop = pattern { looping = true } else { looping = false }
         let fade = Int(Self.stopFadeMilliseconds * Double(device.sampleRate) / 1000)
         var position = 0
         var end = samples.count
@@ -131,6 +143,11 @@ final class BeepPlayer {
                     position += written
                 } else {
                     try device.waitWritable(timeoutMilliseconds: 20)
+                }
+                if looping && !cut && position == end && !period.isEmpty {
+                    samples = period
+                    position = 0
+                    end = samples.count
                 }
             }
             try device.drain(within: Self.drainBoundMilliseconds)

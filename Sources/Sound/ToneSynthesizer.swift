@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import Settings
 #endif
 
 /// Renders a beep pattern to signed 16-bit mono samples: sine tones with raised-cosine attack and
@@ -23,10 +24,13 @@ public struct ToneSynthesizer: Sendable {
     }
 
     /// The whole pattern, tone after tone.
-    public func render(_ pattern: BeepPattern) -> [Int16] {
+    public func render(_ pattern: BeepPattern) -> [Int16] { render(pattern.tones) }
+
+    /// Tones one after another.
+    public func render(_ tones: [Tone]) -> [Int16] {
         var out: [Int16] = []
-        out.reserveCapacity(sampleCount(milliseconds: pattern.totalMilliseconds))
-        for tone in pattern.tones { append(tone, to: &out) }
+        out.reserveCapacity(sampleCount(milliseconds: tones.reduce(0) { $0 + $1.milliseconds }))
+        for tone in tones { append(tone, to: &out) }
         return out
     }
 

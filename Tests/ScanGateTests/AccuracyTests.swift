@@ -2,6 +2,7 @@ import XCTest
 import Decoding
 #if canImport(Glibc)
 import Glibc
+import Tools
 #endif
 
 /// Accuracy floors on the real-photo corpus (../shared/corpus next to the repository, as on CI).

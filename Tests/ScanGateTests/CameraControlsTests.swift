@@ -5,6 +5,7 @@ import CV4L2
 import Core
 import XCTest
 @testable import Camera
+import Settings
 
 /// Controls set by name at open, as v4l2-ctl names them.
 final class CameraControlsTests: XCTestCase {

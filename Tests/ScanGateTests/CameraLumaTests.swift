@@ -6,6 +6,7 @@ import Core
 import Platform
 import XCTest
 @testable import Camera
+import Settings
 
 /// The luma of each pixel format, with padded rows, end to end through the fake device; MJPEG through
 /// a JPEG encoded here with libturbojpeg.

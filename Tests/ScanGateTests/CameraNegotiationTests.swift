@@ -7,6 +7,7 @@ import Core
 import Platform
 import XCTest
 @testable import Camera
+import Settings
 
 /// Format negotiation through the fake device: which format is chosen, what a size the device cannot
 /// give says, how a missing, busy or unsuitable node is reported.

@@ -6,6 +6,7 @@ import Core
 import Platform
 import XCTest
 @testable import Camera
+import Settings
 
 /// The buffer lifecycle, drain-to-newest, timestamps, loss and reopen, through the fake device.
 final class CameraStreamingTests: XCTestCase {

@@ -3,6 +3,7 @@ import Config
 import Core
 import Foundation
 import XCTest
+import Settings
 
 /// `scangate check-config` and the generated example, deploy/scangate.conf.
 final class ConfigCheckCommandTests: XCTestCase {

@@ -2,6 +2,7 @@ import Config
 import Core
 import Foundation
 import XCTest
+import Settings
 
 /// The INI config file: parsed by libinih, mapped onto the option table, every error path named.
 final class ConfigFileTests: XCTestCase {
@@ -95,7 +96,7 @@ final class ConfigFileTests: XCTestCase {
     func testUnknownSectionIsNamedWithTheSectionsAllowed() {
         let message = error("[camera]\nwidth = 640\n[cameras]\nwidth = 320\n")
         XCTAssertEqual(message, "scangate.conf:3: unknown section [cameras] (sections: "
-                       + ConfigSection.allCases.map { "[\($0.rawValue)]" }.joined(separator: ", ") + ")")
+                       + OptionTable.sections(of: OptionTable.all).map { "[\($0.rawValue)]" }.joined(separator: ", ") + ")")
     }
 
     func testUnknownSectionWithoutKeysIsStillAnError() {

@@ -2,6 +2,7 @@ import XCTest
 import Core
 import Debounce
 import Platform
+import Settings
 
 /// Every report-once rule, on a fake clock: frame times are given explicitly.
 final class DebouncerTests: XCTestCase {

@@ -3,6 +3,8 @@ import CQREncode
 import Core
 import Platform
 @testable import Decoding
+import Settings
+@testable import Tools
 
 /// Still-image decoding: the second passes, QR text conversion, Code 39 full ASCII, EAN add-ons and
 /// the zxing-cpp decoder, through the real zbar and zxing-cpp.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import XCTest
+import Catalog
 @testable import App
 import Config
 import Core
@@ -10,6 +11,9 @@ import GPIO
 import Platform
 import Camera
 import Simulator
+import Components
+import Doctor
+import Settings
 
 /// `scangate doctor`: the table, the fixes and the exit codes, against the simulator, a real
 /// pseudo-terminal, ALSA's null and missing devices, missing device nodes, and the gpiod fake.
@@ -20,7 +24,7 @@ final class DoctorTests: XCTestCase {
     private func doctor(_ arguments: [String], system: DoctorSystem = DoctorSystem(),
                         blinkMilliseconds: Double? = nil,
                         file: StaticString = #filePath, line: UInt = #line) throws -> DoctorCommand.Outcome {
-        var (options, rest) = try DoctorOptions.extract(arguments)
+        var (options, rest) = try DoctorOptions.extract(arguments, flags: Catalog.components().flatMap(\.doctorFlags))
         if let ms = blinkMilliseconds { options.blinkMilliseconds = ms }
         let parsed = try CommandLineParser.parse(rest)
         return DoctorCommand.execute(configPath: parsed.configPath, flags: parsed.assignments, options: options,
@@ -171,7 +175,8 @@ final class DoctorTests: XCTestCase {
 
     func testDoctorFlagsAreTakenOutAndBadOnesExit2() throws {
         let (options, rest) = try DoctorOptions.extract(
-            ["--blink", "--camera", "sim:X", "--test-beep", "--capture-seconds=1.5", "--test-frame", "--fast"])
+            ["--blink", "--camera", "sim:X", "--test-beep", "--capture-seconds=1.5", "--test-frame", "--fast"],
+            flags: Catalog.components().flatMap(\.doctorFlags))
         XCTAssertTrue(options.blink && options.testBeep && options.testFrame)
         XCTAssertEqual(options.captureSeconds, 1.5)
         XCTAssertEqual(rest, ["--camera", "sim:X", "--fast"])

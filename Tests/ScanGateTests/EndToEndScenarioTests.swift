@@ -5,6 +5,7 @@ import Decoding
 import Pipeline
 import Platform
 import Simulator
+import Settings
 
 /// The real pipeline (simulated camera → handoff → zbar → debouncer → sink), no fakes for decoding.
 final class EndToEndScenarioTests: XCTestCase {
@@ -21,7 +22,7 @@ final class EndToEndScenarioTests: XCTestCase {
         if !gate { ds.idleRescanFrames = 0 }
         let sink = RecordingSink()
         let pipeline = Pipeline(source: source, decoder: try ZbarDecoder.makeForStream(settings: ds),
-                                debouncer: Debouncer(settings: debounce), sinks: [sink], logger: Logger(level: .error))
+                                debouncer: Debouncer(settings: debounce), dispatcher: ReadDispatcher(reports: [sink]), logger: Logger(level: .error))
         XCTAssertEqual(pipeline.run(), .finished)
         XCTAssertEqual(pipeline.droppedFrames, 0)
         return sink.events

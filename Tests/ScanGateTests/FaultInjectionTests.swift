@@ -4,10 +4,12 @@ import XCTest
 @testable import Core
 import Debounce
 import Decoding
+import Feedback
 import GPIO
 import Pipeline
 import Platform
 import Service
+import Settings
 
 /// A camera the test can unplug and plug back in: while `absent`, frames fail with ENODEV and opens
 /// fail; frame i shows the codes of `script(i)` (through ScriptedDecoder's first-byte convention).
@@ -27,7 +29,7 @@ final class UnpluggableSource: FrameSource, @unchecked Sendable {
         if absent.load(ordering: .relaxed) { throw CaptureError.deviceLost(device: name, reason: "No such device (ENODEV)") }
     }
 
-    func nextFrame() throws -> Frame? {
+    func nextFrame(until stop: StopToken) throws -> Frame? {
         if absent.load(ordering: .relaxed) { throw CaptureError.deviceLost(device: name, reason: "No such device (ENODEV)") }
         guard next < limit else { return nil }
         sleepThread(milliseconds: 2)   // a live camera's pace
@@ -74,15 +76,19 @@ final class FaultInjectionTests: XCTestCase {
         var options = Pipeline.Options()
         options.reconnectInitialMs = 20
         options.reconnectMaxMs = 50
+        let hub = FeedbackHub(settings: FeedbackSettings(), logger: logger)
+        hub.install(gpio, slot: "gpio")
         let pipeline = Pipeline(source: source, decoder: ScriptedDecoder { i in
             i < 50 ? ["BEFORE"] : ["AFTER"]
-        }, debouncer: Debouncer(settings: DebounceSettings()), sinks: [sink, gpio], logger: logger, options: options)
+        }, debouncer: Debouncer(settings: DebounceSettings()),
+        dispatcher: ReadDispatcher(reports: [sink], feedback: hub),
+        status: StatusBoard(logger: logger, observers: [hub, sink]), logger: logger, options: options)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { _ = pipeline.run(); done.signal() }
 
         XCTAssertTrue(waitUntil { sink.payloads == ["BEFORE"] })
         source.absent.store(true, ordering: .relaxed)
-        XCTAssertTrue(waitUntil { pipeline.currentStatus == .cameraLost })
+        XCTAssertTrue(waitUntil { pipeline.currentCapture == .cameraLost })
         // The status LED (GPIO24) blinks fast: several on/off changes while the camera is away.
         let statusChanges = { gpiod.state.withLock { $0.sets.filter { $0.offset == 24 }.count } }
         let before = statusChanges()
@@ -93,12 +99,13 @@ final class FaultInjectionTests: XCTestCase {
 
         // Plugged back in, with the other code in view.
         source.absent.store(false, ordering: .relaxed)
-        XCTAssertTrue(waitUntil { pipeline.currentStatus == .scanning })
+        XCTAssertTrue(waitUntil { pipeline.currentCapture == .scanning })
         XCTAssertTrue(waitUntil { sink.payloads.count >= 2 })
         pipeline.stopForSignal()
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(sink.payloads, ["BEFORE", "AFTER"], "each code reported exactly once across the outage")
         XCTAssertTrue(log.all.contains { $0.contains("camera back") })
+        hub.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(gpiod.state.withLock { s in s.lines.values.filter { $0.value != 0 }.count }, 0, "lines inactive after stop")
     }
 
@@ -125,7 +132,9 @@ final class FaultInjectionTests: XCTestCase {
         // Enough frames that the source never runs dry during the test (it ends with stopForSignal).
         let source = ScriptedSource(frames: 100_000_000, live: true)
         let pipeline = Pipeline(source: source, decoder: decoder, debouncer: Debouncer(settings: DebounceSettings()),
-                                sinks: [watchdog], logger: Logger(level: .error),
+                                dispatcher: ReadDispatcher(),
+                                status: StatusBoard(logger: Logger(level: .error), observers: [watchdog]),
+                                logger: Logger(level: .error),
                                 onFrameDecoded: { _, _ in decoded.add(1, ordering: .relaxed); watchdog.progress() })
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { _ = pipeline.run(); done.signal() }
@@ -157,20 +166,24 @@ final class FaultInjectionTests: XCTestCase {
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
     }
 
-    /// A sink that fails (its device is gone) does not stop the others: every code still reaches stdout
-    /// exactly once.
-    func testAFailingSinkDoesNotCostTheOthersAnEvent() {
-        final class BrokenSink: EventSink, @unchecked Sendable {
+    /// An output that fails (its device is gone) does not stop the others: every code still reaches
+    /// stdout exactly once.
+    func testAFailingOutputDoesNotCostTheOthersAnEvent() {
+        final class BrokenDoor: DoorOutput, @unchecked Sendable {
             let name = "broken"
             let calls = Atomic<Int>(0)
-            func handle(_ event: ReadEvent) { calls.add(1, ordering: .relaxed) }   // drops everything
-            func close() {}
+            func offer(_ event: ReadEvent) -> OutputOffer {   // takes everything and drops it
+                calls.add(1, ordering: .relaxed)
+                return .taken
+            }
+            func close(deadline: MonotonicInstant) {}
         }
-        let broken = BrokenSink()
+        let broken = BrokenDoor()
         let sink = RecordingSink()
         let pipeline = Pipeline(source: ScriptedSource(frames: 200), decoder: ScriptedDecoder { i in
             i % 40 < 10 ? ["CODE-\(i / 40)"] : []
-        }, debouncer: Debouncer(settings: DebounceSettings()), sinks: [broken, sink], logger: Logger(level: .error))
+        }, debouncer: Debouncer(settings: DebounceSettings()),
+        dispatcher: ReadDispatcher(doors: [broken], reports: [sink]), logger: Logger(level: .error))
         XCTAssertEqual(pipeline.run(), .finished)
         XCTAssertEqual(sink.payloads, (0..<5).map { "CODE-\($0)" })
         XCTAssertEqual(broken.calls.load(ordering: .relaxed), 5)

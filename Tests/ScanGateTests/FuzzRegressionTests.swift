@@ -3,6 +3,8 @@ import Core
 import Decoding
 import Images
 import XCTest
+import Settings
+import Tools
 
 /// Inputs the libFuzzer targets (Tests/Fuzz) found, fed to the same functions with the same invariant.
 final class FuzzRegressionTests: XCTestCase {

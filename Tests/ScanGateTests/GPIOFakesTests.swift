@@ -8,6 +8,7 @@ import Core
 import GPIO
 import Platform
 import Synchronization
+import Settings
 
 /// A fake of the gpiod calls seam. Models what the tests check: chips found by path/name/label, lines
 /// by offset/name, requests with consumer, flags and initial value, EBUSY for lines held elsewhere,

@@ -6,6 +6,7 @@ import XCTest
 import Core
 import GPIO
 import Platform
+import Settings
 
 /// The GPIO sink end to end on its own feedback thread (real clock), over a fake of the libgpiod
 /// calls: levels and their order, never blocking the caller, busy lines, and lines inactive after close.
@@ -62,7 +63,7 @@ final class GPIOFeedbackTests: XCTestCase {
         XCTAssertTrue(gpiod.requests.allSatisfy { $0.initialValue == 0 })
         XCTAssertEqual(gpiod.physical(offset: 18), 1)
         XCTAssertEqual(gpiod.physical(offset: 17), 0)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
     }
 
@@ -70,13 +71,13 @@ final class GPIOFeedbackTests: XCTestCase {
         let gpiod = FakeGpiod.pi5()
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: GPIOLogCapture().logger(),
                                                    calls: gpiod, clock: SystemFeedbackClock()))
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 17) == [1, 0] })
-        XCTAssertTrue(sink.waitUntilIdle(timeoutMilliseconds: 5000))
+        XCTAssertTrue(sink.waitUntilIdle(deadline: .now().adding(milliseconds: 5000)))
         XCTAssertEqual(values(gpiod, offset: 17), [1, 0])
         XCTAssertEqual(values(gpiod, offset: 18), [1, 0], "one buzz (logical values: active-low is the kernel's job)")
         XCTAssertEqual(values(gpiod, offset: 27), [])
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
     }
 
@@ -84,13 +85,13 @@ final class GPIOFeedbackTests: XCTestCase {
         let gpiod = FakeGpiod.pi5()
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: GPIOLogCapture().logger(),
                                                    calls: gpiod, clock: SystemFeedbackClock()))
-        sink.handle(event(.rejected(reason: "not allowed")))
+        sink.play(.deny)
         XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 27) == [1, 0, 1, 0] })
-        XCTAssertTrue(sink.waitUntilIdle(timeoutMilliseconds: 5000))
+        XCTAssertTrue(sink.waitUntilIdle(deadline: .now().adding(milliseconds: 5000)))
         XCTAssertEqual(values(gpiod, offset: 27), [1, 0, 1, 0])
         XCTAssertEqual(values(gpiod, offset: 18), [1, 0, 1, 0])
         XCTAssertEqual(values(gpiod, offset: 17), [])
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
     }
 
@@ -107,7 +108,7 @@ final class GPIOFeedbackTests: XCTestCase {
         XCTAssertTrue(gpioEventually { gpiod.physical(offset: 22) == 0 })
         sink.statusChanged(.cameraLost)
         XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 22).count >= 5 }, "fast blink")
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
     }
 
@@ -119,14 +120,14 @@ final class GPIOFeedbackTests: XCTestCase {
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: GPIOLogCapture().logger(),
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.statusChanged(.scanning)
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(gpioEventually { gpiod.physical(offset: 17) == 1 && gpiod.physical(offset: 18) == 0 })
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
         let count = gpiod.sets.count
-        sink.handle(event())
+        sink.play(.grant)
         sink.statusChanged(.cameraLost)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(gpiod.sets.count, count, "nothing is driven after close")
     }
 
@@ -138,35 +139,34 @@ final class GPIOFeedbackTests: XCTestCase {
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>GPIO: GPIO line GPIO18 (offset 18) on pinctrl-rp1 (gpiochip0) for the buzzer (--buzzer) is busy: held by consumer 'other-daemon'") },
                       log.all.joined(separator: "\n"))
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 17) == [1, 0] })
         XCTAssertEqual(values(gpiod, offset: 18), [], "the busy line is never touched")
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(gpiod.consumer(offset: 18), "other-daemon")
     }
 
-    func testHandleAndStatusChangedNeverWaitForTheLines() {
+    func testPlayAndStatusChangedNeverWaitForTheLines() {
         let clock = SystemFeedbackClock()
         let lines = RecordingLines(clock: clock, blocked: true)   // every line write hangs until opened
-        let sink = GPIOFeedback(patterns: FeedbackPatterns(settings: settings()), clock: clock,
+        let sink = GPIOFeedback(commands: GPIOFeedbackCommands(settings: settings()), clock: clock,
                                 logger: GPIOLogCapture().logger(), makeLines: { lines })
-        sink.handle(event())   // the feedback thread is now stuck in the first write
+        sink.play(.grant)   // the feedback thread is now stuck in the first write
         let returned = DispatchSemaphore(value: 0)
-        let good = event(), rejected = event(.rejected(reason: "x"))
         DispatchQueue.global().async {
             for _ in 0..<100 {
-                sink.handle(good)
-                sink.handle(rejected)
+                sink.play(.grant)
+                sink.play(.deny)
                 sink.statusChanged(.scanning)
                 sink.statusChanged(.cameraLost)
             }
             returned.signal()
         }
-        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success, "handle() blocked on a stuck line")
+        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success, "play() blocked on a stuck line")
         lines.gate.withLock { $0 = false }
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(lines.closeCount, 1)
-        // Posted patterns coalesce: the thread played a bounded number of patterns, not 400.
+        // Posted commands coalesce: the thread played a bounded number of them, not 400.
         XCTAssertLessThan(lines.changes.count, 100)
     }
 }

@@ -5,6 +5,7 @@ import XCTest
 import Core
 import GPIO
 import Platform
+import Settings
 
 /// Chip lookup by label, name and path, line lookup by name and offset, and the error texts, through a
 /// fake of the libgpiod calls.

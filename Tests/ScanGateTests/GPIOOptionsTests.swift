@@ -2,6 +2,7 @@ import XCTest
 import Core
 import Config
 import GPIO
+import Settings
 
 /// The [gpio] options: flags map onto GPIOSettings, defaults match, bad values name the flag.
 final class GPIOOptionsTests: XCTestCase {

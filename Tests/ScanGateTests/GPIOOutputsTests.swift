@@ -5,6 +5,7 @@ import XCTest
 import Core
 import GPIO
 import Platform
+import Settings
 
 /// The real line driver over a fake of the libgpiod calls: requests (consumer, active-low flag,
 /// inactive at start), levels, retries of busy or missing lines and chips, and close.

@@ -5,6 +5,7 @@ import XCTest
 import Core
 import GPIO
 import Platform
+import Settings
 
 /// The real libgpiod calls, for what this machine can show without GPIO hardware (its kernel has no
 /// GPIO support): missing chips, a device that is not a chip, and a sink that keeps going without its
@@ -54,10 +55,8 @@ final class GPIOSystemCallsTests: XCTestCase {
         XCTAssertEqual(log.all.count, 1)
         XCTAssertTrue(log.all[0].hasPrefix("<3>GPIO: no GPIO chip with label 'scangate-test-no-such-label'"), log.all[0])
         sink.statusChanged(.scanning)
-        sink.handle(ReadEvent(seq: 1, wallTimeNanoseconds: 0,
-                              symbol: DecodedSymbol(symbology: .qr, data: [0x41], bounds: Rect(x: 0, y: 0, w: 1, h: 1)),
-                              frame: 0, dequeuedAt: .now(), emittedAt: .now()))
-        XCTAssertTrue(sink.waitUntilIdle(timeoutMilliseconds: 5000))
-        sink.close()
+        sink.play(.grant)
+        XCTAssertTrue(sink.waitUntilIdle(deadline: .now().adding(milliseconds: 5000)))
+        sink.close(deadline: .now().adding(milliseconds: 1000))
     }
 }

@@ -1,9 +1,10 @@
 import XCTest
 import Core
-import Outputs
+import Stdout
 import Platform
 import FoundationEssentials
 import Synchronization
+import Settings
 
 final class OutputTests: XCTestCase {
     func event(_ data: [UInt8], verdict: Verdict = .accepted) -> ReadEvent {
@@ -66,15 +67,16 @@ final class OutputTests: XCTestCase {
         XCTAssertEqual(EventLine.text(event(Array("A\r\nB\u{1B}".utf8))), "QR-Code:A\\x0D\\x0AB\\x1B")
     }
 
-    func testStdoutSinkWritesWholeLinesToItsDescriptor() throws {
+    func testStdoutWritesWholeLinesToItsDescriptor() throws {
         var fds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&fds), 0)
         defer { close(fds[0]) }
         var settings = OutputSettings()
         settings.format = .json
-        let sink = StdoutSink(settings: settings, logger: Logger(level: .error), fd: FileDescriptor(rawValue: fds[1]))
-        sink.handle(event(Array("one".utf8)))
-        sink.handle(event(Array("two\nthree".utf8)))
+        let sink = StdoutOutput(settings: settings, logger: Logger(level: .error), fd: FileDescriptor(rawValue: fds[1]))
+        sink.report(event(Array("one".utf8)))
+        sink.report(event(Array("two\nthree".utf8)))
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         close(fds[1])
         var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 4096)

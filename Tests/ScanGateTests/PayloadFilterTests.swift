@@ -1,6 +1,8 @@
 import XCTest
 import Core
 import Pipeline
+import Policies
+import Settings
 
 final class PayloadFilterTests: XCTestCase {
     func verdict(_ payload: [UInt8], _ configure: (inout FilterSettings) -> Void) throws -> Verdict {

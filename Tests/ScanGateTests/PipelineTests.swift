@@ -5,6 +5,7 @@ import Decoding
 import Pipeline
 import Platform
 import Synchronization
+import Settings
 
 /// A scripted in-memory source: frame i shows `codes(i)`; optional failures at given frames.
 final class ScriptedSource: FrameSource, @unchecked Sendable {
@@ -36,7 +37,7 @@ final class ScriptedSource: FrameSource, @unchecked Sendable {
         }
     }
 
-    func nextFrame() throws -> Frame? {
+    func nextFrame(until stop: StopToken) throws -> Frame? {
         if let e = failures.removeValue(forKey: next) { throw e }
         guard next < frames else { return nil }
         defer { next += 1 }
@@ -60,33 +61,36 @@ final class ScriptedDecoder: Decoder {
     }
 }
 
-final class RecordingSink: EventSink, @unchecked Sendable {
+/// A report output that records what it is given, and the daemon's status.
+final class RecordingSink: ReportOutput, StatusObserver, @unchecked Sendable {
     let name = "recording"
     private let lock = Mutex<([ReadEvent], [DaemonStatus], Bool)>(([], [], false))
-    func handle(_ event: ReadEvent) { lock.withLock { $0.0.append(event) } }
+    func report(_ event: ReadEvent) { lock.withLock { $0.0.append(event) } }
     func statusChanged(_ status: DaemonStatus) { lock.withLock { $0.1.append(status) } }
-    func close() { lock.withLock { $0.2 = true } }
+    func close(deadline: MonotonicInstant) { lock.withLock { $0.2 = true } }
     var events: [ReadEvent] { lock.withLock { $0.0 } }
     var statuses: [DaemonStatus] { lock.withLock { $0.1 } }
     var closed: Bool { lock.withLock { $0.2 } }
     var payloads: [String] { events.map { String(decoding: $0.symbol.data, as: UTF8.self) } }
 }
 
-struct RejectPayload: PayloadPolicy {
+struct RejectPayload: ReadPolicy {
     let bad: String
-    func verdict(for symbol: DecodedSymbol) -> Verdict {
-        String(decoding: symbol.data, as: UTF8.self) == bad ? .rejected(reason: "not allowed") : .accepted
+    func judge(_ event: inout ReadEvent) {
+        if String(decoding: event.symbol.data, as: UTF8.self) == bad { event.verdict = .rejected(reason: "not allowed") }
     }
 }
 
 final class PipelineTests: XCTestCase {
     func make(_ source: ScriptedSource, _ script: @escaping @Sendable (Int) -> [String], sink: RecordingSink,
-              policies: [PayloadPolicy] = [], options: Pipeline.Options = Pipeline.Options()) -> Pipeline {
+              policies: [any ReadPolicy] = [], options: Pipeline.Options = Pipeline.Options()) -> Pipeline {
         var o = options
         o.reconnectInitialMs = 1
         o.reconnectMaxMs = 5
+        let logger = Logger(level: .error)
         return Pipeline(source: source, decoder: ScriptedDecoder(script), debouncer: Debouncer(settings: DebounceSettings()),
-                        policies: policies, sinks: [sink], logger: Logger(level: .error), options: o)
+                        dispatcher: ReadDispatcher(policies: policies, reports: [sink]),
+                        status: StatusBoard(logger: logger, observers: [sink]), logger: logger, options: o)
     }
 
     func testEventsComeOutOnceInOrderWithFrameNumbersAndSeq() {
@@ -103,7 +107,7 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(sink.payloads, ["A", "B", "A"])
         XCTAssertEqual(sink.events.map(\.frame), [5, 50, 80])
         XCTAssertEqual(sink.events.map(\.seq), [1, 2, 3])
-        XCTAssertTrue(sink.closed, "sinks are closed when the source ends")
+        XCTAssertFalse(sink.closed, "outputs stay open when the source ends: the daemon owns them")
         XCTAssertEqual(p.stats.decoded, 100, "--fast drops nothing")
         XCTAssertEqual(p.droppedFrames, 0)
     }
@@ -143,7 +147,7 @@ final class PipelineTests: XCTestCase {
         XCTAssertEqual(p.run(), .finished)
         XCTAssertEqual(sink.payloads, ["BEFORE", "AFTER"])
         XCTAssertEqual(source.opens, 5, "one open, three failed reopens, one that worked")
-        XCTAssertEqual(sink.statuses, [.scanning, .cameraLost, .scanning, .stopping])
+        XCTAssertEqual(sink.statuses, [.scanning, .cameraLost, .scanning])
         XCTAssertEqual(p.stats.cameraLosses, 1)
     }
 
@@ -173,6 +177,6 @@ final class PipelineTests: XCTestCase {
         while p.stats.captured < 100 && MonotonicInstant.now() < deadline { sleepThread(milliseconds: 1) }
         p.stop()
         wait(for: [done], timeout: 10)
-        XCTAssertTrue(sink.closed)
+        XCTAssertFalse(sink.closed)
     }
 }

@@ -5,6 +5,7 @@ import Platform
 @testable import Replay
 import Simulator
 import XCTest
+import Settings
 
 final class ReplayTests: XCTestCase {
     private let scenarioText = """

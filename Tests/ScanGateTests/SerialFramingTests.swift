@@ -1,6 +1,7 @@
 import XCTest
 @testable import Core
 @testable import Serial
+import Settings
 
 /// The frame bytes for each framing, checksum, payload encoding and unsafe-byte policy (pure).
 final class SerialFramingTests: XCTestCase {
@@ -183,24 +184,6 @@ final class SerialFramingTests: XCTestCase {
                 XCTAssertEqual(controls, framing == .plain ? [0x0D, 0x0A] : [0x02, 0x03], "\(policy) \(framing)")
             }
         }
-    }
-
-    // MARK: Reject policy for the pipeline
-
-    func testPayloadPolicyOnlyForReject() {
-        XCTAssertNil(SerialSettings().payloadPolicy, "no --serial: no policy")
-        XCTAssertNotNil(settings().payloadPolicy)
-        XCTAssertNil(settings { $0.unsafeBytes = .escape }.payloadPolicy)
-        XCTAssertNil(settings { $0.unsafeBytes = .strip }.payloadPolicy)
-    }
-
-    func testPayloadPolicyVerdicts() throws {
-        let policy = try XCTUnwrap(settings().payloadPolicy)
-        XCTAssertEqual(policy.verdict(for: symbol(Array("OK".utf8))), .accepted)
-        XCTAssertEqual(policy.verdict(for: symbol(Array("\u{03}\u{02}OPEN\r\n".utf8))),
-                       .rejected(reason: "serial: payload has control byte 0x03 at offset 0"))
-        let hex = try XCTUnwrap(settings { $0.payloadEncoding = .hex }.payloadPolicy)
-        XCTAssertEqual(hex.verdict(for: symbol([0x00, 0x0D])), .accepted)
     }
 
     // MARK: Line format, rates, escapes

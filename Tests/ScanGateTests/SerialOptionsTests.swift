@@ -1,7 +1,9 @@
 import XCTest
+import Components
 @testable import Config
 @testable import Core
 @testable import Serial
+import Settings
 
 /// The [serial] options: names, defaults, values and the errors for values that are not allowed.
 final class SerialOptionsTests: XCTestCase {
@@ -25,7 +27,8 @@ final class SerialOptionsTests: XCTestCase {
         let names = OptionTable.all.filter { $0.section == .serial }.map(\.name)
         XCTAssertEqual(names, ["serial", "serial-baud", "serial-format", "serial-rtscts", "serial-rs485", "serial-framing",
                                "serial-prefix", "serial-suffix", "serial-checksum", "serial-payload",
-                               "serial-symbology-prefix", "serial-unsafe", "serial-ttl-ms", "serial-write-timeout-ms"])
+                               "serial-symbology-prefix", "serial-unsafe", "serial-ttl-ms", "serial-write-timeout-ms",
+                               "serial-reply-grant", "serial-reply-deny", "serial-reply-timeout-ms"])
     }
 
     func testDefaults() throws {
@@ -125,11 +128,21 @@ final class SerialOptionsTests: XCTestCase {
                        "--serial-format 6N1: 'A' from the hex payload (--serial-payload hex) does not fit 6 data bits")
     }
 
-    func testMakeReturnsNilWithoutPathAndThrowsForBadCombination() throws {
-        XCTAssertNil(try SerialSink.make(settings: SerialSettings(), logger: Logger(sink: { _ in })))
-        var s = SerialSettings()
-        s.path = "/nonexistent/tty"
-        s.checksum = .crc16
-        XCTAssertThrowsError(try SerialSink.make(settings: s, logger: Logger(sink: { _ in })))
+    func testNotConfiguredWithoutPathAndABadCombinationIsRefusedBeforeAnythingOpens() throws {
+        guard case .output(let factory) = SerialOutput.component().role else { return XCTFail("serial is an output") }
+        var settings = RunSettings()
+        XCTAssertFalse(factory.isConfigured(settings))
+        settings.serial.path = "/nonexistent/tty"
+        settings.serial.checksum = .crc16
+        XCTAssertTrue(factory.isConfigured(settings))
+        XCTAssertThrowsError(try factory.validate(settings)) {
+            XCTAssertEqual("\($0)", "--serial-checksum crc16 needs --serial-framing stx-etx")
+        }
+        settings.serial.replyGrant = Array("OK".utf8)
+        settings.serial.replyDeny = Array("OK".utf8)
+        settings.serial.checksum = .none
+        XCTAssertThrowsError(try factory.validate(settings)) {
+            XCTAssertTrue("\($0)".contains("--serial-reply-grant and --serial-reply-deny are the same line"))
+        }
     }
 }

@@ -7,6 +7,8 @@ import Synchronization
 import XCTest
 @testable import Core
 @testable import Serial
+import SerialLine
+import Settings
 
 /// A real pseudo-terminal pair: the code under test opens `name` (the device side) like a tty;
 /// the test reads what arrives on the controller side, always with a deadline.
@@ -119,7 +121,7 @@ final class SerialPortTests: XCTestCase {
         var s = SerialSettings()
         s.path = pty.name
         change(&s)
-        return try SerialPort.open(path: pty.name, settings: s, system: GlibcSerialSystemCalls())
+        return try SerialPort.open(path: pty.name, line: SerialLineConfig(s), system: GlibcSerialSystemCalls())
     }
 
     /// A Linux pty keeps speed, CSTOPB, CRTSCTS and the raw-mode flags, but always forces CS8 and
@@ -164,7 +166,7 @@ final class SerialPortTests: XCTestCase {
             s.baud = SerialBaudRate(baud)!
             s.format = SerialLineFormat(formatText)!
             s.rtscts = rtscts
-            let port = try SerialPort.open(path: "/dev/ttyFAKE0", settings: s, system: fake)
+            let port = try SerialPort.open(path: "/dev/ttyFAKE0", line: SerialLineConfig(s), system: fake)
             port.close()
             var t = try XCTUnwrap(fake.lastAttributes)
             let format = s.format
@@ -194,7 +196,7 @@ final class SerialPortTests: XCTestCase {
         let spy = OpenFlagsSpy()
         var s = SerialSettings()
         s.path = pty.name
-        let port = try SerialPort.open(path: pty.name, settings: s, system: spy)
+        let port = try SerialPort.open(path: pty.name, line: SerialLineConfig(s), system: spy)
         port.close()
         let flags = try XCTUnwrap(spy.flags.first)
         XCTAssertNotEqual(flags & O_NONBLOCK, 0)
@@ -222,7 +224,7 @@ final class SerialPortTests: XCTestCase {
     func testMissingDeviceNamesPathAndErrno() {
         var s = SerialSettings()
         s.path = "/dev/does-not-exist-scangate"
-        XCTAssertThrowsError(try SerialPort.open(path: s.path!, settings: s, system: GlibcSerialSystemCalls())) { error in
+        XCTAssertThrowsError(try SerialPort.open(path: s.path!, line: SerialLineConfig(s), system: GlibcSerialSystemCalls())) { error in
             XCTAssertEqual("\(error)", "open /dev/does-not-exist-scangate: No such file or directory (ENOENT)")
         }
     }
@@ -230,7 +232,7 @@ final class SerialPortTests: XCTestCase {
     func testNotATtyIsRefused() {
         var s = SerialSettings()
         s.path = "/dev/null"
-        XCTAssertThrowsError(try SerialPort.open(path: "/dev/null", settings: s, system: GlibcSerialSystemCalls())) { error in
+        XCTAssertThrowsError(try SerialPort.open(path: "/dev/null", line: SerialLineConfig(s), system: GlibcSerialSystemCalls())) { error in
             XCTAssertTrue("\(error)".hasPrefix("tcgetattr /dev/null: "), "\(error)")
         }
     }

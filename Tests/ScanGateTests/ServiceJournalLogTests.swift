@@ -15,12 +15,12 @@ final class ServiceJournalLogTests: XCTestCase {
     func testOneInfoLinePerCodeAndStatusLevels() {
         let lines = LockedLines()
         let sink = JournalLogSink(logger: Logger(level: .debug, sink: { lines.append($0) }))
-        sink.handle(event(Array("HELLO".utf8)))
-        sink.handle(event(Array("BAD".utf8), seq: 2, verdict: .rejected(reason: "control character")))
+        sink.report(event(Array("HELLO".utf8)))
+        sink.report(event(Array("BAD".utf8), seq: 2, verdict: .rejected(reason: "control character")))
         sink.statusChanged(.cameraLost)
         sink.statusChanged(.paused)
         sink.statusChanged(.scanning)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(lines.all, [
             "<6>read #1 QR-Code frame 42 latency 18 ms: HELLO",
             "<4>rejected #2 QR-Code frame 42 (control character): BAD",
@@ -33,10 +33,10 @@ final class ServiceJournalLogTests: XCTestCase {
     func testHostilePayloadCannotForgeALogLine() {
         let lines = LockedLines()
         let sink = JournalLogSink(logger: Logger(level: .info, sink: { lines.append($0) }), maxPayload: 64)
-        sink.handle(event(Array("A\r\n<3>forged\u{1B}[2J\u{0}".utf8)))
-        sink.handle(event([0x41, 0x0A, 0xFF], seq: 2))
-        sink.handle(event([UInt8](repeating: 0x41, count: 100), seq: 3))
-        sink.close()
+        sink.report(event(Array("A\r\n<3>forged\u{1B}[2J\u{0}".utf8)))
+        sink.report(event([0x41, 0x0A, 0xFF], seq: 2))
+        sink.report(event([UInt8](repeating: 0x41, count: 100), seq: 3))
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(lines.all.count, 3)
         XCTAssertEqual(lines.all[0], "<6>read #1 QR-Code frame 42 latency 18 ms: A\\x0D\\x0A<3>forged\\x1B[2J\\x00")
         XCTAssertEqual(lines.all[1], "<6>read #2 QR-Code frame 42 latency 18 ms: hex:410AFF")
@@ -47,8 +47,8 @@ final class ServiceJournalLogTests: XCTestCase {
     func testNothingIsFormattedBelowTheLevel() {
         let lines = LockedLines()
         let sink = JournalLogSink(logger: Logger(level: .warning, sink: { lines.append($0) }))
-        sink.handle(event(Array("HELLO".utf8)))
-        sink.close()
+        sink.report(event(Array("HELLO".utf8)))
+        sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(lines.all, [])
     }
 }

@@ -3,6 +3,7 @@ import Images
 import Platform
 @testable import Simulator
 import XCTest
+import Settings
 
 final class SimulatorCameraTests: XCTestCase {
     private func writeScenario(_ text: String, name: String = #function) throws -> String {

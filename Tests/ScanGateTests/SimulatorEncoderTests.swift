@@ -3,6 +3,8 @@ import Decoding
 import Images
 @testable import Simulator
 import XCTest
+import Settings
+import Tools
 
 /// Decodes an image through the real zbar decoder.
 func simulatorDecode(_ image: LumaImage, symbologies: Set<Symbology> = Set(Symbology.allCases),

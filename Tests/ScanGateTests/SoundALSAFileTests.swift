@@ -4,6 +4,7 @@ import Platform
 @testable import Sound
 #if canImport(Glibc)
 import Glibc
+import Settings
 #endif
 
 /// The beep through a REAL ALSA PCM: a `file` plugin (slave `null`) defined in-process with
@@ -72,14 +73,14 @@ final class SoundALSAFileTests: XCTestCase {
         return s
     }
 
-    /// Plays one event through a BeepSink on the file PCM and returns what reached the file.
+    /// Plays one read's feedback through the beep on the file PCM and returns what reached the file.
     private func playThroughSink(_ settings: BeepSettings, verdict: Verdict) throws -> [Int16] {
         let (logger, log) = capturingLogger()
-        let sink = BeepSink(settings: settings, logger: logger, configuration: try fileConfiguration())
-        let expected = settings.pattern(for: verdict)!.description
-        sink.handle(event(verdict))
+        let sink = BeepFeedback(settings: settings, logger: logger, configuration: try fileConfiguration())
+        let expected = (verdict.isAccepted ? settings.good : settings.error)!.description
+        sink.play(verdict.isAccepted ? .grant : .deny)
         XCTAssertTrue(log.waitFor("beep: played \(expected) on beeptest", seconds: 10), log.text)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertFalse(log.text.contains("<4>"), "no warning expected: \(log.text)")
         return try readSamples()
     }
@@ -150,12 +151,12 @@ final class SoundALSAFileTests: XCTestCase {
         var s = try settings()
         s.device = "hw:99"
         let (logger, log) = capturingLogger()
-        let sink = BeepSink(settings: s, logger: logger)  // the system's ALSA configuration
+        let sink = BeepFeedback(settings: s, logger: logger)  // the system's ALSA configuration
         XCTAssertTrue(log.waitFor("beep: cannot open ALSA device hw:99", seconds: 10), log.text)
-        for _ in 0..<20 { sink.handle(event()) }   // never blocks, never crashes
-        sink.handle(event(.rejected(reason: "x")))
+        for _ in 0..<20 { sink.play(.grant) }   // never blocks, never crashes
+        sink.play(.deny)
         let closed = expectation(description: "close returns")
-        DispatchQueue.global().async { sink.close(); closed.fulfill() }
+        DispatchQueue.global().async { sink.close(deadline: .now().adding(milliseconds: 2000)); closed.fulfill() }
         wait(for: [closed], timeout: 10)
         let warnings = log.lines.filter { $0.hasPrefix("<4>") }
         XCTAssertEqual(warnings.count, 1, "one rate-limited warning expected: \(warnings)")
@@ -165,13 +166,13 @@ final class SoundALSAFileTests: XCTestCase {
 
     func testClosingMidBeepReturnsPromptly() throws {
         let (logger, log) = capturingLogger()
-        let sink = BeepSink(settings: try settings(good: "440:5000,880:5000"), logger: logger,
+        let sink = BeepFeedback(settings: try settings(good: "440:5000,880:5000"), logger: logger,
                             configuration: try fileConfiguration())
         XCTAssertTrue(log.waitFor("beep: ALSA device beeptest open", seconds: 10), log.text)
-        sink.handle(event())
+        sink.play(.grant)
         let closed = expectation(description: "close returns")
-        DispatchQueue.global().async { sink.close(); closed.fulfill() }
-        wait(for: [closed], timeout: BeepSink.closeBoundSeconds + 3)
+        DispatchQueue.global().async { sink.close(deadline: .now().adding(milliseconds: 2000)); closed.fulfill() }
+        wait(for: [closed], timeout: 2 + 3)
         XCTAssertFalse(log.text.contains("did not stop"), log.text)
     }
 }

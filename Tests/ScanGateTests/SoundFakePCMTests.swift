@@ -4,6 +4,7 @@ import Platform
 @testable import Sound
 #if canImport(Glibc)
 import Glibc
+import Settings
 #endif
 
 /// A scripted libasound for the paths a file PCM cannot produce: underruns, busy devices, a device
@@ -98,10 +99,10 @@ final class SoundFakePCMTests: XCTestCase {
                   frame: 0, dequeuedAt: .now(), emittedAt: .now(), verdict: verdict)
     }
 
-    private func makeSink(_ fake: FakeALSA, _ settings: BeepSettings, backoff: Double = 2_000) -> (BeepSink, SoundLogCapture) {
+    private func makeSink(_ fake: FakeALSA, _ settings: BeepSettings, backoff: Double = 2_000) -> (BeepFeedback, SoundLogCapture) {
         let log = SoundLogCapture()
         let logger = Logger(level: .debug, sink: { log.append($0) })
-        return (BeepSink(settings: settings, logger: logger, calls: fake, retryBackoffMilliseconds: backoff), log)
+        return (BeepFeedback(settings: settings, logger: logger, calls: fake, retryBackoffMilliseconds: backoff), log)
     }
 
     private func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
@@ -117,9 +118,9 @@ final class SoundFakePCMTests: XCTestCase {
         let fake = FakeALSA()
         fake.writeCodes = [Int(-EPIPE)]
         let (sink, log) = makeSink(fake, settings())
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(log.waitFor("beep: played 2000:100", seconds: 10), log.text)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.locked { fake.recovers }, [-EPIPE])
         XCTAssertEqual(fake.writtenFrames, 4800)
         // The gap it left is reported once, as a warning naming the device.
@@ -132,18 +133,18 @@ final class SoundFakePCMTests: XCTestCase {
         fake.writeCodes = [Int(-EPIPE)]
         fake.recoverCode = -ENODEV
         let (sink, log) = makeSink(fake, settings(), backoff: 50)
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(log.waitFor("beep: lost ALSA device fake", seconds: 10), log.text)
         XCTAssertTrue(log.text.contains("snd_pcm_recover"), log.text)
         XCTAssertTrue(log.text.contains("No such device"), log.text)
         fake.locked { fake.recoverCode = 0 }
         // The device comes back: a later event (after the backoff) reopens it and beeps.
         XCTAssertTrue(waitUntil(10) {
-            sink.handle(event())
+            sink.play(.grant)
             sleepThread(milliseconds: 20)
             return log.text.contains("beep: played 2000:100")
         }, log.text)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.locked { fake.opens }, 2)
         XCTAssertEqual(fake.locked { fake.closes }, 2)
     }
@@ -154,15 +155,15 @@ final class SoundFakePCMTests: XCTestCase {
         let (sink, log) = makeSink(fake, settings(), backoff: 1_500)
         XCTAssertTrue(log.waitFor("cannot open ALSA device fake", seconds: 10), log.text)
         XCTAssertTrue(log.text.contains("Device or resource busy"), log.text)
-        sink.handle(event())  // within the backoff: skipped, not retried
+        sink.play(.grant)  // within the backoff: skipped, not retried
         XCTAssertTrue(log.waitFor("beep: skipped", seconds: 10), log.text)
         XCTAssertEqual(fake.locked { fake.opens }, 1)
         XCTAssertTrue(waitUntil(10) {
-            sink.handle(event())
+            sink.play(.grant)
             sleepThread(milliseconds: 20)
             return log.text.contains("beep: played")
         }, log.text)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.locked { fake.opens }, 2)
         XCTAssertEqual(log.lines.filter { $0.hasPrefix("<4>") }.count, 1, log.text)
     }
@@ -173,11 +174,11 @@ final class SoundFakePCMTests: XCTestCase {
         var s = settings(good: "1000:5000")
         s.error = BeepPattern.defaultError
         let (sink, log) = makeSink(fake, s)
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(waitUntil(10) { fake.writtenFrames > 2_000 })
-        for _ in 0..<5 { sink.handle(event(.rejected(reason: "x"))) }
+        for _ in 0..<5 { sink.play(.deny) }
         XCTAssertTrue(log.waitFor("beep: played \(BeepPattern.defaultError)", seconds: 10), log.text)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertTrue(log.text.contains("beep: 1000:5000 cut short"), log.text)
         XCTAssertEqual(log.lines.filter { $0.contains("beep: played") }.count, 1, "no backlog: \(log.text)")
         let samples = fake.locked { fake.written }
@@ -191,16 +192,16 @@ final class SoundFakePCMTests: XCTestCase {
         let fake = FakeALSA()
         fake.paced = true
         let (sink, log) = makeSink(fake, settings(good: "440:5000,880:5000"))
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(waitUntil(10) { fake.writtenFrames > 1_000 })
         let closed = expectation(description: "close returns")
-        DispatchQueue.global().async { sink.close(); closed.fulfill() }
-        wait(for: [closed], timeout: BeepSink.closeBoundSeconds + 3)
+        DispatchQueue.global().async { sink.close(deadline: .now().adding(milliseconds: 2000)); closed.fulfill() }
+        wait(for: [closed], timeout: 2 + 3)
         XCTAssertEqual(fake.locked { fake.closes }, 1)
         XCTAssertLessThan(fake.writtenFrames, 48 * 10_000)
         XCTAssertTrue(log.text.contains("cut short"), log.text)
-        sink.handle(event())  // after close: ignored, no crash
-        sink.close()          // twice: nothing
+        sink.play(.grant)  // after close: ignored, no crash
+        sink.close(deadline: .now().adding(milliseconds: 2000))          // twice: nothing
         XCTAssertEqual(fake.locked { fake.opens }, 1)
     }
 
@@ -218,9 +219,9 @@ final class SoundFakePCMTests: XCTestCase {
         let fake = FakeALSA()
         fake.rate = 44_100
         let (sink, log) = makeSink(fake, settings(good: "2000:100"))
-        sink.handle(event())
+        sink.play(.grant)
         XCTAssertTrue(log.waitFor("beep: played", seconds: 10), log.text)
-        sink.close()
+        sink.close(deadline: .now().adding(milliseconds: 2000))
         let tones = SoundSignalAnalysis.tones(fake.locked { fake.written }, rate: 44_100)
         XCTAssertEqual(tones.count, 1)
         XCTAssertEqual(tones.first?.hertz ?? 0, 2000, accuracy: 40)

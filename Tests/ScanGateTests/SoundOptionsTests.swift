@@ -2,6 +2,7 @@ import XCTest
 import Core
 @testable import Config
 @testable import Sound
+import Settings
 
 final class SoundOptionsTests: XCTestCase {
     private func parse(_ arguments: [String]) throws -> RunSettings {
@@ -23,7 +24,7 @@ final class SoundOptionsTests: XCTestCase {
     func testBeepIsOffByDefault() throws {
         let s = try parse([])
         XCTAssertFalse(s.beep.enabled)
-        XCTAssertNil(BeepSink.make(settings: s.beep, logger: Logger(sink: { _ in })))
+        XCTAssertNil(BeepFeedback.make(settings: s.beep, logger: Logger(sink: { _ in })))
         XCTAssertEqual(OptionTable.find("beep")?.show(s), "off")
         XCTAssertEqual(OptionTable.find("beep-error")?.show(s), "700:90,0:60,700:90")
     }

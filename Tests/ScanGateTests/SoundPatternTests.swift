@@ -1,5 +1,6 @@
 import XCTest
 @testable import Sound
+import Settings
 
 final class SoundPatternTests: XCTestCase {
     func testParsesTonesAndPauses() throws {
@@ -17,7 +18,9 @@ final class SoundPatternTests: XCTestCase {
         let s = BeepSettings()
         XCTAssertFalse(s.enabled)
         XCTAssertEqual(s.device, "default")
-        XCTAssertEqual(s.pattern(for: .rejected(reason: "x")), BeepPattern.defaultError)
+        XCTAssertEqual(s.error, BeepPattern.defaultError)
+        XCTAssertEqual(s.cue, BeepPattern.defaultCue)
+        XCTAssertEqual(s.toneHertz, 2000)
     }
 
     func testRejectsWhatIsNotAllowedAndSaysWhatIs() {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import XCTest
+import Core
 
 /// Temporary files for tests.
 enum TestFiles {
@@ -81,4 +82,9 @@ struct ScangateProcess {
         let (outData, errData) = collected.withLock { $0 }
         return Result(status: process.terminationStatus, stdout: Array(outData), stderr: String(decoding: errData, as: UTF8.self))
     }
+}
+
+extension FrameSource {
+    /// The next frame with a token nobody stops: for tests that pull frames one by one.
+    func nextFrame() throws -> Frame? { try nextFrame(until: StopToken()) }
 }

@@ -1,6 +1,6 @@
 import Core
 import FoundationEssentials
-import Outputs
+import Stdout
 import Platform
 
 /// The stdout event line and the log escaping: a hostile payload must not break a line, the JSON, or a terminal.

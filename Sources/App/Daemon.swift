@@ -1,0 +1,238 @@
+import Catalog
+import Components
+import Config
+import Core
+import Debounce
+import Decoding
+import Dispatch
+import Feedback
+import Pipeline
+import Platform
+import Service
+import Settings
+import Synchronization
+
+/// One daemon run. It owns everything that lives as long as the process: the outputs, the feedback hub
+/// and its devices, the status board, systemd's notifier and watchdog, the signal thread. The pipeline
+/// (capture thread and decode queue) is rebuilt on SIGHUP over the same outputs; the camera stays open
+/// when its settings did not change, and each output is rebuilt only when its own settings did.
+final class Daemon: @unchecked Sendable {
+    private let configPath: String?
+    private let flags: [(OptionSpec, String)]
+    private var settings: RunSettings
+    private let components: [Component]
+    private let logger: Logger
+
+    private struct Control {
+        var pipeline: Pipeline?
+        var paused = false
+        var reloadRequested = false
+        var terminating = false
+    }
+    private let control = Mutex(Control())
+    private let deadline = ShutdownDeadline()
+
+    init(configPath: String?, flags: [(OptionSpec, String)], settings: RunSettings,
+         components: [Component] = Catalog.components()) {
+        self.configPath = configPath
+        self.flags = flags
+        self.settings = settings
+        self.components = components
+        self.logger = Logger(level: settings.logLevel)
+    }
+
+    func run() -> Int32 {
+        // Everything that can be refused is checked before any device is opened.
+        var source: FrameSource
+        var decoder: Decoder
+        var policies: [any ReadPolicy]
+        do {
+            source = try SourceFactory.make(settings.capture, logger: logger)
+            decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
+            policies = try Catalog.policies(settings)
+            try Catalog.validate(settings, components: components)
+        } catch {
+            return usageError("\(error)")
+        }
+
+        let notifier = ServiceNotifier(logger: logger)
+        let watchdog = Watchdog.make(notifier: notifier, logger: logger)
+        let hub = FeedbackHub(settings: settings.feedback, logger: logger)
+        let journal = JournalLogSink(logger: logger)
+        let status = StatusBoard(logger: logger, observers: [hub, notifier, journal] + (watchdog.map { [$0] } ?? []))
+        let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status))
+        status.addObserver(outputs)
+
+        let signals = SignalHandlers()
+        signals.on([SIGINT, SIGTERM]) { [self] sig in
+            let timeout = settings.service.stopTimeoutMs
+            logger.notice("signal \(sig == SIGINT ? "SIGINT" : "SIGTERM"): stopping (within \(timeout) ms)")
+            let p = control.withLock { c in c.terminating = true; return c.pipeline }
+            p?.stopForSignal()
+            deadline.arm(milliseconds: timeout, logger: logger) {
+                outputs.forceInactive()
+                hub.forceInactive()
+            }
+        }
+        signals.on([SIGUSR1]) { [self] _ in
+            let (p, paused) = control.withLock { c in c.paused.toggle(); return (c.pipeline, c.paused) }
+            p?.setPaused(paused)
+        }
+        signals.on([SIGHUP]) { [self] _ in
+            logger.notice("signal SIGHUP: reloading \(configPath ?? "(no config file; flags only)")")
+            let p = control.withLock { c in c.reloadRequested = true; return c.pipeline }
+            p?.stopForReload()
+        }
+        do {
+            try signals.start()
+        } catch {
+            logger.error("cannot start the signal thread: \(error)")
+            return ExitCode.failure.rawValue
+        }
+
+        logger.info("scangate \(ScanGateCommand.version): reading \(source.name)")
+        do {
+            try outputs.start(settings)
+        } catch {
+            signals.cancel()
+            return usageError("\(error)")
+        }
+        installFeedback(hub, from: nil, to: settings)
+
+        var sourceOpen = false
+        var firstSeq: UInt64 = 1
+        var debouncer = Debouncer(settings: settings.debounce)
+        var outcome: Pipeline.Outcome = .finished
+        var endedOnItsOwn = false
+        while true {
+            var options = Pipeline.Options()
+            options.oneshot = settings.oneshot
+            options.maxFrames = settings.capture.maxFrames
+            options.sourceAlreadyOpen = sourceOpen
+            options.firstSeq = firstSeq
+            let dispatcher = ReadDispatcher(policies: policies, doors: outputs.doors,
+                                            reports: outputs.reports + [journal], feedback: hub)
+            let pipeline = Pipeline(source: source, decoder: decoder, debouncer: debouncer, dispatcher: dispatcher,
+                                    status: status, logger: logger, options: options,
+                                    onFrameDecoded: { _, _ in watchdog?.progress() })
+            let (terminating, paused) = control.withLock { c in
+                c.pipeline = pipeline
+                return (c.terminating, c.paused)
+            }
+            if terminating { pipeline.stopForSignal() }
+            if paused { pipeline.setPaused(true) }
+            outcome = pipeline.run()
+            let reload = control.withLock { c in
+                c.pipeline = nil
+                defer { c.reloadRequested = false }
+                return c.reloadRequested && !c.terminating
+            }
+            logger.info("stopped: \(pipeline.stats.captured) frames captured, \(pipeline.stats.decoded) decoded, "
+                        + "\(pipeline.droppedFrames) dropped, \(pipeline.stats.reported) codes reported")
+            sourceOpen = pipeline.sourceLeftOpen
+            endedOnItsOwn = !pipeline.wasSignalled
+            guard reload, outcome == .finished else { break }
+
+            notifier.reloading()
+            let carry = pipeline.carryOver
+            firstSeq = carry.nextSeq
+            let new: RunSettings
+            var newSource: FrameSource?
+            do {
+                new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
+                try Catalog.validate(new, components: components)
+                policies = try Catalog.policies(new)
+                decoder = try ZbarDecoder.makeForStream(settings: new.decoder)
+                if new.capture != settings.capture { newSource = try SourceFactory.make(new.capture, logger: logger) }
+            } catch {
+                logger.error("reload failed, keeping the running configuration: \(error)")
+                notifier.ready()
+                continue
+            }
+            if let newSource {
+                logger.notice("camera settings changed: reopening \(new.capture.camera)")
+                if sourceOpen { source.close() }
+                sourceOpen = false
+                source = newSource
+            } else {
+                logger.notice("camera settings unchanged: the stream stays open")
+            }
+            debouncer = new.debounce == settings.debounce ? carry.debouncer : Debouncer(settings: new.debounce)
+            outputs.reconfigure(from: settings, to: new)
+            installFeedback(hub, from: settings, to: new)
+            hub.settings = new.feedback
+            settings = new
+            logger.level = new.logLevel
+            notifier.ready()
+        }
+
+        // Ending on its own (end of replay, --oneshot, --max-frames): let started feedback finish.
+        if endedOnItsOwn { hub.waitUntilIdle(deadline: .now().adding(milliseconds: 1500)) }
+        status.setCapture(.stopping)
+        let closeBy = MonotonicInstant.now().adding(milliseconds: Double(min(2000, settings.service.stopTimeoutMs)))
+        outputs.close(deadline: closeBy)
+        hub.close(deadline: closeBy)
+        journal.close(deadline: closeBy)
+        if sourceOpen { source.close() }
+        signals.cancel()
+        watchdog?.close()
+        notifier.close()
+        deadline.finished()
+        return exitCode(outcome)
+    }
+
+    /// Builds, rebuilds or removes each feedback device whose settings changed (all of them at start).
+    private func installFeedback(_ hub: FeedbackHub, from old: RunSettings?, to new: RunSettings) {
+        for component in components {
+            guard case .feedback(let factory) = component.role else { continue }
+            if let old, factory.sameSettings(old, new) { continue }
+            if old != nil {
+                logger.notice("\(component.name): settings changed; reopening")
+                hub.install(nil, slot: component.name)
+            }
+            hub.install(factory.make(new, logger), slot: component.name)
+        }
+    }
+
+    private func exitCode(_ outcome: Pipeline.Outcome) -> Int32 {
+        switch outcome {
+        case .finished: return ExitCode.success.rawValue
+        case .badInput(let message): return usageError(message)
+        case .failed(let message):
+            logger.error(message)
+            return ExitCode.failure.rawValue
+        }
+    }
+}
+
+/// The bound on shutdown (`stop-timeout-ms`). Armed by SIGTERM/SIGINT; when the daemon has not finished
+/// by then (a thread stuck in a blocking call), it drives every output inactive and ends the process
+/// with status 0, as a stop that systemd asked for.
+final class ShutdownDeadline: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let state = Mutex<(armed: Bool, thread: PosixThread?)>((false, nil))
+
+    func arm(milliseconds: Int, logger: Logger, emergency: @escaping @Sendable () -> Void) {
+        let first = state.withLock { s -> Bool in
+            defer { s.armed = true }
+            return !s.armed
+        }
+        guard first else { return }
+        let done = self.done
+        let thread = try? PosixThread(name: "scangate-stop") {
+            guard done.wait(timeout: .now() + .milliseconds(milliseconds)) == .timedOut else { return }
+            logger.error("shutdown did not finish within \(milliseconds) ms (stop-timeout-ms): a thread is stuck "
+                         + "in a blocking call; outputs driven inactive, exiting")
+            emergency()
+            _exit(0)
+        }
+        state.withLock { $0.thread = thread }
+    }
+
+    /// The daemon finished in time: the deadline thread ends.
+    func finished() {
+        done.signal()
+        let thread = state.withLock { $0.thread }
+        thread?.join()
+    }
+}

@@ -1,0 +1,59 @@
+import Components
+import Core
+import Policies
+import Settings
+import Feedback
+import GPIO
+import Serial
+import SerialLine
+import Sound
+import Stdout
+
+/// The system-call seams the components reach their devices through: the real ones by default, fakes
+/// in unit tests.
+public struct DeviceSeams: Sendable {
+    public var gpiod: any GpiodCalls
+    public var alsa: any ALSACalls
+    public var serial: any SerialSystemCalls
+
+    public init(gpiod: any GpiodCalls = SystemGpiodCalls(), alsa: any ALSACalls = LibASound(),
+                serial: any SerialSystemCalls = GlibcSerialSystemCalls()) {
+        self.gpiod = gpiod
+        self.alsa = alsa
+        self.serial = serial
+    }
+}
+
+/// Every source, policy, output and feedback device ScanGate has, once. Adding one is a line here plus its own module
+/// (its `component`: options, factory, doctor check) and its settings in the Settings target.
+public enum Catalog {
+    public static func components(_ seams: DeviceSeams = DeviceSeams()) -> [Component] {
+        [
+            StdoutOutput.component,
+            SerialOutput.component(system: seams.serial),
+            GPIOFeedback.component(calls: seams.gpiod),
+            BeepFeedback.component(calls: seams.alsa),
+        ]
+    }
+}
+
+extension Catalog {
+    /// The checks applied to every read before any output sees it: the payload filters (then, when
+    /// configured, signed passes).
+    public static func policies(_ settings: RunSettings) throws -> [any ReadPolicy] {
+        var policies: [any ReadPolicy] = []
+        if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
+        return policies
+    }
+
+    /// Checks every configured component's combination of options, as `run` would at start.
+    public static func validate(_ settings: RunSettings, components: [Component] = components()) throws {
+        _ = try policies(settings)
+        for c in components {
+            if case .output(let factory) = c.role { try factory.validate(settings) }
+        }
+    }
+
+    /// The options of every section, for `--help`, the config file and check-config.
+    public static var optionTable: [OptionSpec] { OptionTable.all }
+}

@@ -1,0 +1,55 @@
+import Core
+import Platform
+
+/// The text of one event on stdout, in each output format.
+public enum EventLine {
+    /// `{"seq":1,"time":"…","symbology":"QR-Code","data":"…","frame":12,"latency_ms":3.2,"bounds":{…}}`.
+    /// `data` is present when the payload is valid UTF-8; otherwise `data_base64` carries the bytes.
+    /// A code a policy rejected adds `"rejected":"reason"`; door outputs that refused it add
+    /// `"refused":{"output":"reason",...}`; a verified pass adds `"credential":{number, kid, jti, exp}`.
+    public static func json(_ event: ReadEvent) -> String {
+        var fields: [(String, String)] = [
+            ("seq", String(event.seq)),
+            ("time", JSONText.string(WallClock.rfc3339(nanoseconds: event.wallTimeNanoseconds))),
+            ("symbology", JSONText.string(event.symbol.symbology.zbarName)),
+        ]
+        if let text = String(validating: event.symbol.data, as: UTF8.self) {
+            fields.append(("data", JSONText.string(text)))
+        } else {
+            fields.append(("data_base64", JSONText.string(Base64.encode(event.symbol.data))))
+        }
+        let b = event.symbol.bounds
+        fields += [
+            ("frame", String(event.frame)),
+            ("latency_ms", JSONText.number(event.latencyMilliseconds)),
+            ("bounds", JSONText.object([("x", String(b.x)), ("y", String(b.y)), ("w", String(b.w)), ("h", String(b.h))])),
+        ]
+        if case .rejected(let reason) = event.verdict { fields.append(("rejected", JSONText.string(reason))) }
+        if let c = event.credential { fields.append(("credential", credential(c))) }
+        let refusals = event.refusals
+        if !refusals.isEmpty {
+            fields.append(("refused", JSONText.object(refusals.map { ($0.output, JSONText.string($0.reason)) })))
+        }
+        return JSONText.object(fields)
+    }
+
+    /// `{"format":"jwt","number":"1234","kid":"site-2026","jti":"...","exp":1796000000}`: what the JSON
+    /// line may say of a verified pass (never the token).
+    public static func credential(_ c: CredentialInfo) -> String {
+        var fields: [(String, String)] = [
+            ("format", JSONText.string(c.format)),
+            ("number", JSONText.string(c.number)),
+            ("kid", JSONText.string(c.keyID)),
+        ]
+        if let jti = c.tokenID { fields.append(("jti", JSONText.string(jti))) }
+        fields.append(("exp", String(c.expiresAt)))
+        return JSONText.object(fields)
+    }
+
+    /// zbarcam's `QR-Code:payload`. Control characters, backslash and bytes that are not UTF-8 are written
+    /// as `\xNN`, so one code is always exactly one line. Rejected codes are not printed.
+    public static func text(_ event: ReadEvent) -> String? {
+        guard event.verdict.isAccepted else { return nil }
+        return event.symbol.symbology.zbarName + ":" + Logger.escape(bytes: event.symbol.data)
+    }
+}

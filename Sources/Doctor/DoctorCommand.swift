@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Config
+import Core
+import Platform
+import Components
+import Settings
+import Catalog
+
+/// `scangate doctor [--config FILE] [RUN OPTIONS...] [--blink] [--test-beep] [--test-frame]
+/// [--capture-seconds N]`: resolves the settings as `run` does, probes every configured device and prints a
+/// pass/fail table with the fix for each failure.
+public enum DoctorCommand {
+    public static var help: String { helpText(flags: Catalog.components().flatMap(\.doctorFlags)) }
+
+    static func helpText(flags: [DoctorFlag]) -> String {
+        let own = flags.map { "  --" + $0.name.padding(20) + $0.help }.joined(separator: "\n")
+        let usage = flags.map { "[--\($0.name)]" }.joined(separator: " ")
+        return """
+        Usage: scangate doctor [--config FILE] [RUN OPTIONS...] \(usage)
+                               [--capture-seconds N]
+
+        Checks the configuration and every configured device, the way `scangate run` would use them
+        (same --config FILE and run options; see scangate run --help), and prints a table: each check,
+        PASS/FAIL/SKIP, what was found, and for each failure the fix. Stop the service first (it holds the
+        devices) and run doctor as the service user, so permissions are checked too:
+          sudo systemctl stop scangate
+          sudo -u scangate scangate doctor --config /etc/scangate/scangate.conf --blink --test-beep --test-frame
+
+        Checks:
+          config    the settings resolve (an error names the file, line and key)
+          camera    the formats it offers (V4L2), open as run opens it, frames captured for N seconds
+                    with their size, and the codes zbar reads in them (sim: and replay: sources work too)
+          gpio      with --gpio-chip: the chip (label, name, path) and each configured line requested
+          sound     with --beep: the ALSA device opened
+          serial    with --serial: the port opened, speed and format read back from the driver
+
+        Options:
+        \(own)
+          --capture-seconds N   how long to capture from the camera (default 2; 0.1 to 60)
+          -h, --help            show this help
+        Device logs go to stderr only with --log-level debug; the table goes to stdout.
+
+        Exit codes: 0 every check passed; 1 the camera failed; 2 a bad option or config (as run would
+        refuse it); 4 another device (GPIO, sound, serial) failed while the camera passed.
+        """
+    }
+
+    /// What one doctor invocation came to: the report (nil for a bad option or --help), the text for
+    /// stdout, a one-line error for stderr, and the exit code.
+    public struct Outcome: Sendable {
+        public var report: DoctorReport?
+        public var stdout: String
+        public var stderr: String?
+        public var exitCode: Int32
+    }
+
+    public static func run(_ arguments: [String]) -> Int32 {
+        let outcome = execute(arguments)
+        if !outcome.stdout.isEmpty { _ = FileDescriptor(rawValue: 1).writeAll(Array((outcome.stdout + "\n").utf8)) }
+        if let message = outcome.stderr { Logger.writeToStderr("scangate doctor: " + Logger.escapeControls(message)) }
+        return outcome.exitCode
+    }
+
+    /// Parses, resolves, probes. Device logs go to stderr only with --log-level debug.
+    public static func execute(_ arguments: [String], system: DoctorSystem = DoctorSystem()) -> Outcome {
+        let options: DoctorOptions
+        let parsed: CommandLineParser.Result
+        do throws(UsageError) {
+            let flags = Catalog.components(system.devices).flatMap(\.doctorFlags)
+            let (own, rest) = try DoctorOptions.extract(arguments, flags: flags)
+            options = own
+            parsed = try CommandLineParser.parse(rest)
+        } catch {
+            let runHint = "(see scangate run --help)"
+            let message = error.message.hasSuffix(runHint)
+                ? error.message.dropLast(runHint.count) + "(see scangate doctor --help and scangate run --help)"
+                : error.message
+            return Outcome(report: nil, stdout: "", stderr: message, exitCode: ExitCode.usage.rawValue)
+        }
+        if parsed.help { return Outcome(report: nil, stdout: help, stderr: nil, exitCode: ExitCode.success.rawValue) }
+        return execute(configPath: parsed.configPath, flags: parsed.assignments, options: options, system: system)
+    }
+
+    /// The in-process entry point: settings from `configPath` and `flags`, then every probe.
+    public static func execute(configPath: String?, flags: [(OptionSpec, String)], options: DoctorOptions,
+                               system: DoctorSystem = DoctorSystem()) -> Outcome {
+        let (settings, configRow) = Doctor.resolve(configPath: configPath, flags: flags)
+        guard let settings else {
+            let report = DoctorReport(rows: [configRow])
+            return Outcome(report: report, stdout: report.table, stderr: configRow.detail, exitCode: report.exitCode)
+        }
+        let logger = settings.logLevel == .debug ? Logger(level: .debug) : Logger(level: .error, sink: { _ in })
+        let report = DoctorReport(rows: [configRow] + Doctor.check(settings, options: options, logger: logger,
+                                                                   system: system))
+        return Outcome(report: report, stdout: report.table, stderr: nil, exitCode: report.exitCode)
+    }
+}

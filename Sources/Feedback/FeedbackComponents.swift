@@ -1,0 +1,39 @@
+import Components
+import Core
+import GPIO
+import Settings
+import Sound
+
+extension GPIOFeedback {
+    /// The `[gpio]` feedback device: LEDs, buzzer and status LED on libgpiod lines.
+    public static func component(calls: any GpiodCalls = SystemGpiodCalls()) -> Component {
+        Component(
+            name: "gpio", options: OptionTable.gpio,
+            role: .feedback(FeedbackFactory(section: \.gpio) { settings, logger in
+                GPIOFeedback.make(settings: settings, logger: logger, calls: calls, clock: SystemFeedbackClock())
+            }),
+            doctorFlags: [DoctorFlag("blink", help: "drive each LED and the buzzer active once (300 ms), one after the other")],
+            doctor: { settings, context in
+                guard settings.gpio.chip != nil else { return [] }
+                return DoctorGPIOCheck(settings: settings.gpio, options: context.options, logger: context.logger,
+                                       calls: calls).run()
+            })
+    }
+}
+
+extension BeepFeedback {
+    /// The `[beep]` feedback device: tones through ALSA.
+    public static func component(calls: any ALSACalls = LibASound()) -> Component {
+        Component(
+            name: "beep", options: OptionTable.beep,
+            role: .feedback(FeedbackFactory(section: \.beep) { settings, logger in
+                guard settings.enabled else { return nil }
+                return BeepFeedback(settings: settings, logger: logger, calls: calls)
+            }),
+            doctorFlags: [DoctorFlag("test-beep", help: "play the good-read beep on the sound device")],
+            doctor: { settings, context in
+                guard settings.beep.enabled else { return [] }
+                return DoctorSoundCheck(settings: settings.beep, options: context.options, calls: calls).run()
+            })
+    }
+}

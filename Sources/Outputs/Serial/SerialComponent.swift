@@ -1,0 +1,24 @@
+import Components
+import Core
+import SerialLine
+import Settings
+
+extension SerialOutput {
+    /// The `[serial]` door output: one frame per read on a tty, the controller's reply as feedback.
+    public static func component(system: any SerialSystemCalls = GlibcSerialSystemCalls()) -> Component {
+        Component(
+            name: "serial", options: OptionTable.serial,
+            role: .output(OutputFactory(
+                section: \.serial, isConfigured: { $0.path != nil }, validate: { try $0.validate() },
+                make: { settings, context in
+                    try settings.serial.validate()
+                    return SerialOutput(settings: settings.serial, logger: context.logger, feedback: context.feedback,
+                                        system: system)
+                })),
+            doctorFlags: [DoctorFlag("test-frame", help: "write one frame with the payload SCANGATE-TEST to the serial port")],
+            doctor: { settings, context in
+                guard settings.serial.path != nil else { return [] }
+                return DoctorSerialCheck(settings: settings.serial, options: context.options, system: system).run()
+            })
+    }
+}

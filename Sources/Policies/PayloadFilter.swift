@@ -1,0 +1,67 @@
+import Core
+import Settings
+
+/// Applies `FilterSettings` to each code before any output sees it. A rejected code gets error feedback
+/// and a log line, and goes to no door output.
+public struct PayloadFilter: ReadPolicy, @unchecked Sendable {
+    public let settings: FilterSettings
+    // Regex is immutable once built; it is only read.
+    private let regex: Regex<AnyRegexOutput>?
+
+    public init(settings: FilterSettings) throws(UsageError) {
+        self.settings = settings
+        if let pattern = settings.allowRegex {
+            do {
+                regex = try Regex(pattern)
+            } catch {
+                throw UsageError("--allow-regex: '\(pattern)' is not a valid regular expression: \(error)")
+            }
+        } else {
+            regex = nil
+        }
+    }
+
+    public func judge(_ event: inout ReadEvent) {
+        let verdict = verdict(for: event.symbol)
+        if !verdict.isAccepted { event.verdict = verdict }
+    }
+
+    public func verdict(for symbol: DecodedSymbol) -> Verdict {
+        let bytes = symbol.data
+        if bytes.count < settings.minLength {
+            return .rejected(reason: "payload shorter than min-length \(settings.minLength) (\(bytes.count) bytes)")
+        }
+        if settings.maxLength > 0 && bytes.count > settings.maxLength {
+            return .rejected(reason: "payload longer than max-length \(settings.maxLength) (\(bytes.count) bytes)")
+        }
+        switch settings.characters {
+        case .any: break
+        case .text:
+            guard let text = String(validating: bytes, as: UTF8.self),
+                  !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) })
+            else { return .rejected(reason: "payload has control characters or is not UTF-8 (allowed-chars text)") }
+        case .printable:
+            guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+                return .rejected(reason: "payload has characters outside printable ASCII (allowed-chars printable)")
+            }
+        case .alnum:
+            guard bytes.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }) else {
+                return .rejected(reason: "payload has characters other than letters and digits (allowed-chars alnum)")
+            }
+        case .digits:
+            guard bytes.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+                return .rejected(reason: "payload has characters other than digits (allowed-chars digits)")
+            }
+        }
+        if !settings.allowPrefixes.isEmpty,
+           !settings.allowPrefixes.contains(where: { bytes.starts(with: Array($0.utf8)) }) {
+            return .rejected(reason: "payload does not start with an allowed prefix")
+        }
+        if let regex {
+            guard let text = String(validating: bytes, as: UTF8.self), (try? regex.wholeMatch(in: text)) != nil else {
+                return .rejected(reason: "payload does not match allow-regex")
+            }
+        }
+        return .accepted
+    }
+}
