@@ -179,11 +179,10 @@ public final class SerialPort: @unchecked Sendable {
         while true {
             let result = buffer.withUnsafeMutableBytes { system.read(fd, into: $0) }
             switch result {
-            case .success(0):
-                return .lost(.ioError)  // hang-up: the other end of a pty closed, or the device went
-            case .success(let n):
+            case .success(let n) where n > 0:
                 return .bytes(Array(buffer[0..<n]))
-            case .failure(let e) where e == .wouldBlock:
+            case .success, .failure(.wouldBlock):
+                // Raw mode reads with VMIN 0 return 0 when nothing waits; a hang-up shows as EIO or POLLHUP.
                 let remaining = deadline().milliseconds(since: now())
                 guard remaining > 0 else { return .timedOut }
                 let slice = Int32(min(remaining, SerialPort.pollSliceMilliseconds).rounded(.up))

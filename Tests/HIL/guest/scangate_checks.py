@@ -4,6 +4,7 @@ for the GPIO, sound and serial checks, and from frames streamed into vivid for t
 import base64
 import os
 import subprocess
+import signal
 import threading
 import time
 
@@ -486,6 +487,46 @@ def camera_yuyv(rig):
 def camera_rgb3(rig):
     """24-bit RGB (what libcamera's V4L2 layer and some cameras offer): a navy-on-yellow code."""
     return camera_codes_in_order(rig, "RGB3")
+
+
+@check("camera-reload-keeps-streaming")
+def camera_reload_keeps_streaming(rig):
+    """`systemctl reload` on a real camera: SIGHUP to `scangate run --config FILE` reading vivid, with the
+    file unchanged. The daemon keeps running, the stream is not reopened (one STREAMON, per its log), and
+    a code shown after the reload is reported once."""
+    Vivid.configure("GREY")
+    conf = f"/tmp/{rig.check_name}.conf"
+    with open(conf, "w") as f:
+        f.write(f"[camera]\ncamera = {Vivid.capture}\npixel-format = GREY\nwidth = 640\nheight = 480\n")
+    before, after, blank = (code_frame(rig, "HIL-RELOAD-BEFORE", "GREY"), code_frame(rig, "HIL-RELOAD-AFTER", "GREY"),
+                            blank_frame("GREY"))
+    phase = {"frame": before}
+
+    def schedule():
+        while True:
+            yield phase["frame"]
+
+    stream = OutputStream(rig, schedule())
+    stream.wait_streaming()
+    daemon = Daemon(rig, ["--config", conf])
+    daemon.wait_for_payload("HIL-RELOAD-BEFORE", 60)
+    phase["frame"] = blank
+    daemon.process.send_signal(signal.SIGHUP)
+    daemon.wait_for_stderr("camera settings unchanged: the stream stays open", 15)
+    phase["frame"] = after
+    daemon.wait_for_payload("HIL-RELOAD-AFTER", 30)
+    shown = stream.written
+    wait_until(lambda: stream.written >= shown + 90, 30, "the code after the reload to stay in view for 90 frames")
+    require(daemon.alive(), f"scangate exited after the reload: {daemon.last_stderr()}")
+    streaming = [l for l in daemon.stderr if " streaming GREY 640x480" in l]
+    status = daemon.terminate()
+    stream.stop()
+    require(status == 0, f"scangate exited {status} on SIGTERM")
+    require(len(streaming) == 1, f"the camera was opened {len(streaming)} times: {streaming}")
+    got = daemon.payloads()
+    require(got == ["HIL-RELOAD-BEFORE", "HIL-RELOAD-AFTER"], f"stdout reported {got}")
+    return ("SIGHUP with the config unchanged: still running, the stream opened once, "
+            f"the code after the reload reported once ({got})")
 
 
 @check("camera-lost-and-back")
