@@ -54,6 +54,7 @@ final class Daemon: @unchecked Sendable {
         } catch {
             return usageError("\(error)")
         }
+        decoder = FaultInjection.wrap(decoder, logger: logger)
 
         let notifier = ServiceNotifier(logger: logger)
         let watchdog = Watchdog.make(notifier: notifier, logger: logger)

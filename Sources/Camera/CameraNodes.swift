@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Platform
 
 /// Finds V4L2 nodes on the filesystem: /dev/videoN and the stable names udev links to them.
 public enum CameraNodes {
@@ -32,16 +33,5 @@ public enum CameraNodes {
     }
 
     /// The names in a directory (without . and ..); none when it cannot be read.
-    static func entries(of directory: String) -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
+    static func entries(of directory: String) -> [String] { (try? Directory.entries(directory)) ?? [] }
 }

@@ -102,8 +102,8 @@ struct DoctorCameraCheck {
             if let utf8 = String(validating: symbol.data, as: UTF8.self) {
                 payload = utf8.count > 80 ? String(utf8.prefix(80)) + "..." : utf8
             } else {
-                let hex = symbol.data.prefix(40).map { b in (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true) }
-                payload = "binary \(symbol.data.count) bytes 0x" + hex.joined() + (symbol.data.count > 40 ? "..." : "")
+                payload = "binary \(symbol.data.count) bytes 0x" + Hex.string(symbol.data.prefix(40))
+                    + (symbol.data.count > 40 ? "..." : "")
             }
             return "\(payload) (\(symbol.symbology.zbarName), in \(frames) frame\(frames == 1 ? "" : "s"))"
         }

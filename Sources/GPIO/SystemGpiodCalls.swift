@@ -28,15 +28,9 @@ public struct SystemGpiodCalls: GpiodCalls {
     }
 
     public func chipPaths() -> [String] {
-        guard let dir = opendir("/dev") else { return [] }
-        defer { closedir(dir) }
-        var found: [(Int, String)] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
-            }
-            guard name.hasPrefix("gpiochip"), let n = Int(name.dropFirst("gpiochip".count)) else { continue }
-            found.append((n, "/dev/" + name))
+        let found = ((try? Directory.entries("/dev")) ?? []).compactMap { name -> (Int, String)? in
+            guard name.hasPrefix("gpiochip"), let n = Int(name.dropFirst("gpiochip".count)) else { return nil }
+            return (n, "/dev/" + name)
         }
         return found.sorted { $0.0 < $1.0 }.map(\.1)
     }

@@ -48,7 +48,7 @@ public final class JournalLogSink: ReportOutput, StatusObserver {
         if let text = String(validating: shown, as: UTF8.self) {
             payload = text
         } else {
-            payload = "hex:" + shown.map { b in (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true) }.joined()
+            payload = "hex:" + Hex.string(shown)
         }
         if data.count > maxPayload { payload += "... (\(data.count) bytes)" }
         let head = "#\(event.seq) \(event.symbol.symbology.zbarName) frame \(event.frame)"

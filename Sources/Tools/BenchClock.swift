@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Platform
 
 /// Clocks and process figures for the benchmarks.
 public enum BenchClock {
@@ -11,11 +12,8 @@ public enum BenchClock {
         return Double(ts.tv_sec) * 1e3 + Double(ts.tv_nsec) / 1e6
     }
 
-    public static func wallMilliseconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) * 1e3 + Double(ts.tv_nsec) / 1e6
-    }
+    /// CLOCK_MONOTONIC in milliseconds.
+    public static func wallMilliseconds() -> Double { Double(MonotonicInstant.now().nanoseconds) / 1e6 }
 
     /// Resident set size of this process in MiB (from /proc/self/statm), or nil.
     public static func residentMiB() -> Double? {
@@ -38,13 +36,9 @@ public enum BenchClock {
         return true
     }
 
-    /// Open file descriptors of this process (entries of /proc/self/fd).
+    /// Open file descriptors of this process (entries of /proc/self/fd, less the one the listing holds).
     public static func openDescriptors() -> Int {
-        guard let dir = opendir("/proc/self/fd") else { return -1 }
-        defer { closedir(dir) }
-        var n = 0
-        while readdir(dir) != nil { n += 1 }
-        return n - 3   // ".", ".." and the one opendir holds
+        (Directory.count("/proc/self/fd") ?? 0) - 1
     }
 }
 

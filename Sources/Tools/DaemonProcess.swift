@@ -68,8 +68,7 @@ public struct DaemonProcess {
             var buffer = [UInt8](repeating: 0, count: 65536)
             var partial: [UInt8] = []
             while true {
-                let n = read(reader, &buffer, buffer.count)
-                if n < 0 && errno == EINTR { continue }
+                let n = (try? buffer.withUnsafeMutableBytes { FileDescriptor(rawValue: reader).read(into: $0) }.get()) ?? 0
                 if n <= 0 { break }
                 for b in buffer[0..<n] {
                     if b == 0x0A {
@@ -116,13 +115,7 @@ public struct DaemonProcess {
         return nil
     }
 
-    static func descriptors(pid: pid_t) -> Int {
-        guard let dir = opendir("/proc/\(pid)/fd") else { return -1 }
-        defer { closedir(dir) }
-        var n = 0
-        while readdir(dir) != nil { n += 1 }
-        return n - 2
-    }
+    static func descriptors(pid: pid_t) -> Int { Directory.count("/proc/\(pid)/fd") ?? -1 }
 }
 
 final class LineCounter: Sendable {

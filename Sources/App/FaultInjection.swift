@@ -1,0 +1,42 @@
+import Core
+import Decoding
+import Dispatch
+import Platform
+
+/// Faults the test suites inject into the real binary, to prove what a user cannot provoke on purpose:
+/// a thread stuck in a blocking call at shutdown. Read once from the environment (`SCANGATE_FAULT`); a
+/// service never sets it.
+///
+/// - `hang-decode`: the decode queue blocks for ever in the decoder after its first read has been
+///   reported, as a driver or library call that never returns would.
+enum FaultInjection {
+    static let variable = "SCANGATE_FAULT"
+
+    static func wrap(_ decoder: Decoder, logger: Logger) -> Decoder {
+        guard let fault = getenv(variable).map({ String(cString: $0) }), !fault.isEmpty else { return decoder }
+        switch fault {
+        case "hang-decode":
+            logger.warning("\(variable)=hang-decode: the decoder will hang after the first code (a test fault)")
+            return HangingDecoder(inner: decoder)
+        default:
+            logger.warning("\(variable)=\(fault) is not a known fault (hang-decode); ignored")
+            return decoder
+        }
+    }
+}
+
+/// Decodes normally until a frame has given a code, then blocks for ever on the next frame.
+private final class HangingDecoder: Decoder, @unchecked Sendable {
+    private let inner: Decoder
+    private var found = false
+    private let never = DispatchSemaphore(value: 0)
+
+    init(inner: Decoder) { self.inner = inner }
+
+    func decode(_ frame: Frame) -> [DecodedSymbol] {
+        if found { never.wait() }
+        let symbols = inner.decode(frame)
+        if !symbols.isEmpty { found = true }
+        return symbols
+    }
+}
