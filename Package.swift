@@ -63,6 +63,9 @@ let package = Package(
         .target(name: "Serial", dependencies: ["Core", "Platform", "CShim"], swiftSettings: swiftSettings),
         .target(name: "GPIO", dependencies: ["Core", "Platform", "CGpiod"], swiftSettings: swiftSettings),
         .target(name: "Sound", dependencies: ["Core", "CALSA", "CShim"], swiftSettings: swiftSettings),
+        // Wiegand door output on two GPIO lines (formats, number mapping, real-time transmitter) and the
+        // panel's LED and beeper inputs.
+        .target(name: "Wiegand", dependencies: ["Core", "Platform", "GPIO", "CGpiod"], swiftSettings: swiftSettings),
         // Settings: command-line flags and the INI file, one table of options.
         .target(name: "Config", dependencies: ["Core", "Decoding", "Debounce", "Pipeline", "Outputs",
                                                "Serial", "GPIO", "Sound", "Camera", "Simulator", "Replay",
@@ -72,7 +75,7 @@ let package = Package(
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
         .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs", "Serial", "GPIO"],
+                                              "Outputs", "Serial", "GPIO", "Wiegand"],
                 swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
@@ -84,7 +87,7 @@ let package = Package(
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
-                                   "Service", "App", "Bench", "CShim"],
+                                   "Service", "App", "Bench", "CShim", "Wiegand"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17
@@ -95,6 +98,6 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial", "Wiegand"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }
