@@ -89,6 +89,7 @@ public final class WiegandOutput: DoorOutput, HealthReporting {
         if state == .ok, let i, i.error != nil { state = .degraded }
         var detail = t.linesUp ? "\(t.linesTitle), \(settings.format)" : "lines not available: \(t.lineError ?? "opening")"
         detail += "; \(t.realtime)"
+        if t.stretchedPulses > 0 { detail += "; at least \(t.stretchedPulses) pulses stretched past 100 us (preempted)" }
         if let i {
             let open = i.open.map { $0 == .led ? "LED input" : "beeper input" }
             if !open.isEmpty { detail += "; panel \(open.joined(separator: " and ")) read" }

@@ -49,6 +49,9 @@ final class WiegandTransmitter: Sendable {
         var lastError: String?
         var lastErrorAt: Int64?
         var realtime = "not asked"
+        /// Pulses certainly longer than 100 us by the transmitter's own clock (preempted while spinning); a
+        /// lower bound: a stall inside the driver call is not seen here (the HIL trace sees it).
+        var stretchedPulses: UInt64 = 0
         /// Frames started but not finished, plus queued: 0 once idle.
         var busy = false
     }
@@ -214,13 +217,30 @@ final class WiegandTransmitter: Sendable {
         case cut(bits: Int)
         /// A line could not be set after `bits` bits.
         case lineFailed(bits: Int, Errno)
+        /// The thread was held off the CPU for longer than the longest interval a panel must accept
+        /// (20 ms, or the interval + 5 ms) after `bits` bits: the panel has ended the frame there, so the
+        /// rest is not sent (it would reach the panel as a second, shorter frame).
+        case stalled(bits: Int, ms: Double)
     }
 
+    /// A bit that would start later than this after the previous one is past SIA's longest interval
+    /// (20 ms), or 5 ms past a configured interval that is already near it.
+    static func stallLimitNanoseconds(intervalUs: Int) -> UInt64 { max(20_000_000, UInt64(intervalUs) * 1000 + 5_000_000) }
+    static let longestPulseNanoseconds: UInt64 = 100_000
+    static let shortestPulseNanoseconds: UInt64 = 20_000
+
     /// One frame, bit 1 first. Only this thread touches the lines, and it sends nothing else meanwhile.
+    /// A pulse is timed from just before the call that starts it to the call that ends it, so the two
+    /// calls' latencies cancel out (measured on gpio-sim: p50 44 us for 50 us, where timing from after
+    /// the first call gave 60 us).
     private func send(_ bits: WiegandBits, on lines: WiegandLinePair) -> Outcome {
         let pulse = UInt64(settings.pulseUs) * 1000
         let interval = UInt64(settings.intervalUs) * 1000
+        var previousStart: UInt64 = 0
         var nextStart = WiegandClock.now()
+        var stretched = 0
+        let stallLimit = Self.stallLimitNanoseconds(intervalUs: settings.intervalUs)
+        defer { if stretched > 0 { state.withLock { $0.stretchedPulses += UInt64(stretched) } } }
         for position in 1...bits.count {
             if position > 1 {
                 // A bit boundary: both lines idle. Stop here if close's deadline has come.
@@ -229,16 +249,28 @@ final class WiegandTransmitter: Sendable {
                 WiegandClock.wait(until: nextStart)
             }
             let one = bits.bit(position)
+            let start = WiegandClock.now()
+            if position > 1 && start - previousStart > stallLimit {
+                return .stalled(bits: position - 1, ms: Double(start - previousStart) / 1e6)
+            }
             if case .failure(let e) = lines.set(d0Pulse: !one, d1Pulse: one) {
                 _ = lines.idle()
                 return .lineFailed(bits: position - 1, e)
             }
-            let start = WiegandClock.now()
-            WiegandClock.spin(until: start + pulse)
+            // The edge happened between `start` and now; end the pulse `pulse` after `start`, but never
+            // sooner than 20 us (SIA's shortest pulse) after the call returned, so a slow first call can
+            // stretch a pulse but never shorten it below what a panel must see.
+            let started = WiegandClock.now()
+            WiegandClock.spin(until: max(start + pulse, started + Self.shortestPulseNanoseconds))
+            let ending = WiegandClock.now()
             if case .failure(let e) = lines.idle() {
                 _ = lines.idle()
                 return .lineFailed(bits: position - 1, e)
             }
+            // The pulse lasted at least from the first call's return to the second call: counted when
+            // that alone is past 100 us (certainly stretched, e.g. preempted in the spin).
+            if ending - started > Self.longestPulseNanoseconds { stretched += 1 }
+            previousStart = start
             nextStart = start + interval
         }
         return .sent
@@ -255,6 +287,9 @@ final class WiegandTransmitter: Sendable {
         case .cut(let n):
             record(item, "cut after \(n) of \(item.frame.bits.count) bits at close; the rest is dropped, never resumed",
                    level: .warning)
+        case .stalled(let n, let ms):
+            record(item, "the transmitter was held off the CPU for \(Int(ms.rounded())) ms after \(n) of \(item.frame.bits.count) bits (longer than a panel waits between bits); the rest is not sent. Grant real-time scheduling (LimitRTPRIO) if this recurs",
+                   level: .error)
         case .lineFailed(let n, let e):
             let message = "a line failed after \(n) of \(item.frame.bits.count) bits: \(e); the frame is dropped, never resumed"
             record(item, message, level: .error)

@@ -45,6 +45,9 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
         /// The next `setValues` calls fail with this errno once the count reaches 0.
         var failSetsAfter: Int?
         var failWith = Errno.ioError
+        /// The set after this many more sets takes `delayMs` (the thread is held off the CPU in it).
+        var delayAfter: Int?
+        var delayMs: Double = 0
     }
 
     let state: Mutex<State>
@@ -75,6 +78,14 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
         state.withLock { s in
             s.failSetsAfter = count
             s.failWith = errno
+        }
+    }
+
+    /// The set after `count` more sets hangs for `milliseconds` (a preempted transmitter).
+    func delaySet(after count: Int, milliseconds: Double) {
+        state.withLock { s in
+            s.delayAfter = count
+            s.delayMs = milliseconds
         }
     }
 
@@ -209,6 +220,13 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
     }
 
     func setValues(_ lines: [GpiodLineHandle], _ values: [Int32]) -> Result<Void, Errno> {
+        let delay: Double = state.withLock { s in
+            guard let n = s.delayAfter else { return 0 }
+            if n > 0 { s.delayAfter = n - 1; return 0 }
+            s.delayAfter = nil
+            return s.delayMs
+        }
+        if delay > 0 { sleepThread(milliseconds: delay) }
         let now = Self.now()
         return state.withLock { s in
             guard s.present else { return .failure(.noDevice) }

@@ -201,6 +201,23 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(frames.count, 2)
     }
 
+    func testAStallLongerThanAPanelWaitsEndsTheFrame() throws {
+        let chip = WiegandFakeGpiod()
+        let logs = WiegandLogCapture()
+        let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger(), feedback: nil,
+                                    calls: chip, runtime: runtime())
+        defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
+        // The set that starts bit 4 hangs 30 ms: bit 5 would start 30 ms after bit 4 (a panel has ended
+        // the frame by then), so it is not sent.
+        chip.delaySet(after: 6, milliseconds: 30)
+        XCTAssertEqual(out.offer(read("324")), .taken)
+        XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
+        XCTAssertEqual(chip.frames(splitMs: 150), ["0010"])
+        XCTAssertTrue(logs.contains("after 4 of 26 bits (longer than a panel waits between bits); the rest is not sent"), "\(logs.all)")
+        XCTAssertEqual(out.health.sent, 0)
+        XCTAssertEqual(chip.sets.last?.physical, [1, 1])
+    }
+
     func testRealtimeSetUpIsReportedOnce() throws {
         let chip = WiegandFakeGpiod()
         let logs = WiegandLogCapture()
