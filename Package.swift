@@ -82,12 +82,16 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
+        // Wiegand on two GPIO lines (formats, number mapping, a real-time transmitter) and the panel's LED
+        // and beeper inputs.
+        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "CGpiod"],
+                path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
         // 7. Feedback: the one door in; GPIO and the beep play.
         .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
-                                                "Stdout", "Serial", "SerialLine", "Feedback", "GPIO", "Sound"],
+                                                "Stdout", "Serial", "SerialLine", "Wiegand", "Feedback", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
@@ -99,7 +103,7 @@ let package = Package(
         // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
         // scoring, `bench` and `soak`.
         .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
-                                              "Simulator", "Stdout", "Serial", "SerialLine", "GPIO", "Feedback", "CShim",
+                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "GPIO", "Feedback", "CShim",
                                               "CZbar", "CZXingShim"],
                 swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
@@ -112,7 +116,7 @@ let package = Package(
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
-                                   "Components", "Stdout", "Serial", "Feedback", "Catalog", "Service", "Doctor",
+                                   "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
                                    "Tools", "App", "CShim"],
                     swiftSettings: swiftSettings),
     ],
@@ -124,6 +128,7 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
+                                         "Serial", "Wiegand"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

@@ -8,6 +8,7 @@ import Serial
 import SerialLine
 import Sound
 import Stdout
+import Wiegand
 
 /// The system-call seams the components reach their devices through: the real ones by default, fakes
 /// in unit tests.
@@ -15,12 +16,16 @@ public struct DeviceSeams: Sendable {
     public var gpiod: any GpiodCalls
     public var alsa: any ALSACalls
     public var serial: any SerialSystemCalls
+    /// libgpiod with bulk requests and edge events (Wiegand).
+    public var gpiodBulk: any GpiodBulkCalls
 
     public init(gpiod: any GpiodCalls = SystemGpiodCalls(), alsa: any ALSACalls = LibASound(),
-                serial: any SerialSystemCalls = GlibcSerialSystemCalls()) {
+                serial: any SerialSystemCalls = GlibcSerialSystemCalls(),
+                gpiodBulk: any GpiodBulkCalls = SystemGpiodCalls()) {
         self.gpiod = gpiod
         self.alsa = alsa
         self.serial = serial
+        self.gpiodBulk = gpiodBulk
     }
 }
 
@@ -31,6 +36,7 @@ public enum Catalog {
         [
             StdoutOutput.component,
             SerialOutput.component(system: seams.serial),
+            WiegandOutput.component(calls: seams.gpiodBulk),
             GPIOFeedback.component(calls: seams.gpiod),
             BeepFeedback.component(calls: seams.alsa),
         ]

@@ -1,0 +1,368 @@
+import Core
+import Dispatch
+import GPIO
+import Platform
+import Synchronization
+import Settings
+
+/// How the transmitter runs; the defaults are the daemon's, tests shorten the waits.
+public struct WiegandRuntime: Sendable {
+    /// SCHED_FIFO and mlockall when the service may (the daemon: yes; unit tests: no).
+    public var realtime: Bool = true
+    /// How often missing or busy lines (and inputs) are tried again.
+    public var retryMs: Int = 5000
+    /// How long `WiegandOutput.init` waits for the first attempt to open the lines.
+    public var startTimeoutMs: Int = 2000
+    /// Frames waiting at most; an offer beyond that is refused ("queue full").
+    public var queueCapacity: Int = 4
+    /// A frame that could not start within this long of its read is dropped, never sent late.
+    public var staleAfterMs: Int = 2000
+    /// An input level must hold this long before it counts (contact bounce).
+    public var debounceMs: Int = 10
+
+    public init() {}
+}
+
+/// The Wiegand transmitter: one dedicated thread that owns D0/D1 and sends one frame at a time from a
+/// bounded queue, so two frames never interleave. Each bit is a pulse on D0 (0) or D1 (1) of exactly
+/// `pulseUs` (a spin on CLOCK_MONOTONIC), bits start `intervalUs` apart (a sleep through most of the
+/// interval, then a spin), frames start at least `frameGapMs` after the previous one's last pulse.
+///
+/// A frame cut short (close reached its deadline, or a line failed) ends at a bit boundary with both
+/// lines idle, and its remaining bits are dropped: never resumed, never sent again. The panel sees
+/// fewer bits than the format has and rejects the frame on its bit count (and parity), and the next
+/// frame starts at least a frame gap later, so the partial frame cannot run into it and read as a
+/// different number.
+final class WiegandTransmitter: Sendable {
+    struct Pending: Sendable {
+        let frame: WiegandFrame
+        let queuedAt: UInt64
+    }
+
+    struct State {
+        var queue: [Pending] = []
+        var stopping = false
+        var linesUp = false
+        var linesTitle = ""
+        var lineError: String?
+        var sent: UInt64 = 0
+        var dropped: UInt64 = 0
+        var lastError: String?
+        var lastErrorAt: Int64?
+        var realtime = "not asked"
+        /// Pulses certainly longer than 100 us by the transmitter's own clock (preempted while spinning); a
+        /// lower bound: a stall inside the driver call is not seen here (the HIL trace sees it).
+        var stretchedPulses: UInt64 = 0
+        /// Frames started but not finished, plus queued: 0 once idle.
+        var busy = false
+    }
+
+    private let state = Mutex(State())
+    /// Close's deadline (CLOCK_MONOTONIC ns), read at every bit boundary without a lock; 0: none.
+    private let closeDeadline = Atomic<UInt64>(0)
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let settings: WiegandSettings
+    private let runtime: WiegandRuntime
+    private let logger: Logger
+    private let thread: Mutex<PosixThread?> = Mutex(nil)
+
+    init(settings: WiegandSettings, calls: GpiodBulkCalls, logger: Logger, runtime: WiegandRuntime) throws(SystemError) {
+        self.settings = settings
+        self.runtime = runtime
+        self.logger = logger
+        let started = DispatchSemaphore(value: 0)
+        // validate() ran: chip, d0 and d1 are set.
+        let lines = WiegandLinePair(calls: calls, chip: settings.chip ?? "", d0: settings.d0 ?? .offset(0),
+                                    d1: settings.d1 ?? .offset(1), activeHigh: settings.activeHigh)
+        let t = try PosixThread(name: "wiegand-tx") { [self] in
+            self.run(lines: lines, started: started)
+        }
+        thread.withLock { $0 = t }
+        if started.wait(timeout: .now() + .milliseconds(runtime.startTimeoutMs)) == .timedOut {
+            logger.warning("Wiegand: the transmitter did not open its lines within \(runtime.startTimeoutMs) ms; reads are refused for Wiegand until it does")
+        }
+    }
+
+    var snapshot: State { state.withLock { $0 } }
+
+    /// Queues a frame; never blocks. Refused when the lines are not held, the queue is full or closing.
+    func enqueue(_ frame: WiegandFrame) -> OutputOffer {
+        let now = WiegandClock.now()
+        let verdict: OutputOffer = state.withLock { s in
+            if s.stopping { return .refused(reason: "the Wiegand output is closing") }
+            if !s.linesUp {
+                return .refused(reason: "Wiegand lines not available: \(s.lineError ?? "not opened yet")")
+            }
+            if s.queue.count >= runtime.queueCapacity {
+                return .refused(reason: "Wiegand queue full (\(runtime.queueCapacity) frames waiting)")
+            }
+            s.queue.append(Pending(frame: frame, queuedAt: now))
+            s.busy = true
+            return .taken
+        }
+        if verdict.isTaken { wake.signal() }
+        return verdict
+    }
+
+    /// Blocks until nothing is queued or being sent (or `timeoutMs` passed): for doctor and tests.
+    @discardableResult
+    func waitIdle(timeoutMs: Int) -> Bool {
+        let deadline = WiegandClock.now() + UInt64(max(0, timeoutMs)) * 1_000_000
+        while WiegandClock.now() < deadline {
+            if !state.withLock({ $0.busy }) { return true }
+            sleepThread(milliseconds: 1)
+        }
+        return !state.withLock { $0.busy }
+    }
+
+    /// Sends what is queued until `deadline`, then stops at the next bit boundary, leaves the lines
+    /// idle and releases them. Returns by the deadline (plus a frame's last pulse) even if a driver
+    /// call hangs. Idempotent.
+    func close(deadline: MonotonicInstant) {
+        let first = state.withLock { s -> Bool in
+            defer { s.stopping = true }
+            return !s.stopping
+        }
+        guard first else { return }
+        closeDeadline.store(max(1, deadline.nanoseconds), ordering: .releasing)
+        wake.signal()
+        let now = WiegandClock.now()
+        let wait = deadline.nanoseconds > now ? deadline.nanoseconds - now : 0
+        // A little past the deadline: the thread stops at the first bit boundary after it.
+        if finished.wait(timeout: .now() + .nanoseconds(Int(min(wait, 60_000_000_000))) + .milliseconds(50)) == .timedOut {
+            logger.error("Wiegand: the transmitter did not stop by the close deadline; D0/D1 may not be idle")
+            return
+        }
+        thread.withLock { t in
+            t?.join()
+            t = nil
+        }
+    }
+
+    // MARK: the transmitter thread
+
+    private func run(lines: WiegandLinePair, started: DispatchSemaphore) {
+        if runtime.realtime { setUpRealtime() }
+        var nextRetry: UInt64 = 0
+        var lastFrameEnd: UInt64?
+        var startedSignalled = false
+        let retryNs = UInt64(max(1, runtime.retryMs)) * 1_000_000
+
+        while true {
+            let now = WiegandClock.now()
+            let deadline = closeDeadline.load(ordering: .acquiring)
+            if !lines.isOpen && deadline == 0 && now >= nextRetry {
+                openLines(lines)
+                if !lines.isOpen { nextRetry = now + retryNs }
+            }
+            if !startedSignalled {
+                startedSignalled = true
+                started.signal()
+            }
+            let head: Pending? = state.withLock { s in
+                if s.queue.isEmpty { s.busy = false }
+                return s.queue.first
+            }
+            guard let head else {
+                if deadline != 0 { break }
+                if lines.isOpen { wake.wait() } else { _ = wake.wait(timeout: .now() + .nanoseconds(Int(nextRetry - min(nextRetry, now)))) }
+                continue
+            }
+            // Stale, or lines gone since it was taken: dropped, never sent late.
+            if now > head.queuedAt + UInt64(runtime.staleAfterMs) * 1_000_000 || !lines.isOpen {
+                let why = lines.isOpen ? "it waited more than \(runtime.staleAfterMs) ms" : "the lines are not available"
+                drop(head, "not sent: \(why)")
+                continue
+            }
+            // The frame gap since the last frame (or partial frame).
+            if let end = lastFrameEnd {
+                let earliest = end + UInt64(settings.frameGapMs) * 1_000_000
+                if now < earliest {
+                    if deadline != 0 && deadline < earliest {
+                        drop(head, "not sent: the output closed first")
+                        continue
+                    }
+                    // On the semaphore, so a close during a long gap is seen at once; a gap may run long, never short.
+                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(earliest - now)))
+                    continue
+                }
+            }
+            if deadline != 0 {
+                let duration = UInt64(head.frame.bits.count) * UInt64(settings.intervalUs) * 1000
+                if now + duration > deadline {
+                    drop(head, "not sent: the output closed before it could finish")
+                    continue
+                }
+            }
+            let outcome = send(head.frame.bits, on: lines)
+            lastFrameEnd = WiegandClock.now()
+            finish(head, outcome: outcome, lines: lines)
+            if case .lineFailed = outcome, !lines.isOpen { nextRetry = WiegandClock.now() + retryNs }
+        }
+        if let e = lines.close() {
+            logger.warning("Wiegand: while leaving \(lines.title) idle: \(e)")
+        }
+        state.withLock { s in
+            s.linesUp = false
+            s.busy = false
+            s.dropped += UInt64(s.queue.count)
+            s.queue.removeAll()
+        }
+        finished.signal()
+    }
+
+    enum Outcome {
+        case sent
+        /// Stopped after `bits` bits at a bit boundary (close deadline).
+        case cut(bits: Int)
+        /// A line could not be set after `bits` bits.
+        case lineFailed(bits: Int, Errno)
+        /// The thread was held off the CPU for longer than the longest interval a panel must accept
+        /// (20 ms, or the interval + 5 ms) after `bits` bits: the panel has ended the frame there, so the
+        /// rest is not sent (it would reach the panel as a second, shorter frame).
+        case stalled(bits: Int, ms: Double)
+    }
+
+    /// A bit that would start later than this after the previous one is past SIA's longest interval
+    /// (20 ms), or 5 ms past a configured interval that is already near it.
+    static func stallLimitNanoseconds(intervalUs: Int) -> UInt64 { max(20_000_000, UInt64(intervalUs) * 1000 + 5_000_000) }
+    static let longestPulseNanoseconds: UInt64 = 100_000
+    static let shortestPulseNanoseconds: UInt64 = 20_000
+
+    /// One frame, bit 1 first. Only this thread touches the lines, and it sends nothing else meanwhile.
+    /// A pulse is timed from just before the call that starts it to the call that ends it, so the two
+    /// calls' latencies cancel out (measured on gpio-sim: p50 44 us for 50 us, where timing from after
+    /// the first call gave 60 us).
+    private func send(_ bits: WiegandBits, on lines: WiegandLinePair) -> Outcome {
+        let pulse = UInt64(settings.pulseUs) * 1000
+        let interval = UInt64(settings.intervalUs) * 1000
+        var previousStart: UInt64 = 0
+        var nextStart = WiegandClock.now()
+        var stretched = 0
+        let stallLimit = Self.stallLimitNanoseconds(intervalUs: settings.intervalUs)
+        defer { if stretched > 0 { state.withLock { $0.stretchedPulses += UInt64(stretched) } } }
+        for position in 1...bits.count {
+            if position > 1 {
+                // A bit boundary: both lines idle. Stop here if close's deadline has come.
+                let deadline = closeDeadline.load(ordering: .relaxed)
+                if deadline != 0 && WiegandClock.now() >= deadline { return .cut(bits: position - 1) }
+                WiegandClock.wait(until: nextStart)
+            }
+            let one = bits.bit(position)
+            let start = WiegandClock.now()
+            if position > 1 && start - previousStart > stallLimit {
+                return .stalled(bits: position - 1, ms: Double(start - previousStart) / 1e6)
+            }
+            if case .failure(let e) = lines.set(d0Pulse: !one, d1Pulse: one) {
+                _ = lines.idle()
+                return .lineFailed(bits: position - 1, e)
+            }
+            // The edge happened between `start` and now; end the pulse `pulse` after `start`, but never
+            // sooner than 20 us (SIA's shortest pulse) after the call returned, so a slow first call can
+            // stretch a pulse but never shorten it below what a panel must see.
+            let started = WiegandClock.now()
+            WiegandClock.spin(until: max(start + pulse, started + Self.shortestPulseNanoseconds))
+            let ending = WiegandClock.now()
+            if case .failure(let e) = lines.idle() {
+                _ = lines.idle()
+                return .lineFailed(bits: position - 1, e)
+            }
+            // The pulse lasted at least from the first call's return to the second call: counted when
+            // that alone is past 100 us (certainly stretched, e.g. preempted in the spin).
+            if ending - started > Self.longestPulseNanoseconds { stretched += 1 }
+            previousStart = start
+            nextStart = start + interval
+        }
+        return .sent
+    }
+
+    private func finish(_ item: Pending, outcome: Outcome, lines: WiegandLinePair) {
+        switch outcome {
+        case .sent:
+            state.withLock { s in
+                s.queue.removeFirst()
+                s.sent += 1
+            }
+            logger.debug("Wiegand: sent \(item.frame.summary)")
+        case .cut(let n):
+            record(item, "cut after \(n) of \(item.frame.bits.count) bits at close; the rest is dropped, never resumed",
+                   level: .warning)
+        case .stalled(let n, let ms):
+            record(item, "the transmitter was held off the CPU for \(Int(ms.rounded())) ms after \(n) of \(item.frame.bits.count) bits (longer than a panel waits between bits); the rest is not sent. Grant real-time scheduling (LimitRTPRIO) if this recurs",
+                   level: .error)
+        case .lineFailed(let n, let e):
+            let message = "a line failed after \(n) of \(item.frame.bits.count) bits: \(e); the frame is dropped, never resumed"
+            record(item, message, level: .error)
+            if e.meansDeviceGone {
+                lines.close()
+                state.withLock { s in
+                    s.linesUp = false
+                    s.lineError = "\(lines.title.isEmpty ? "the lines" : lines.title) failed: \(e)"
+                }
+                logger.error("Wiegand: lost the lines (\(e)); retrying every \(runtime.retryMs) ms", rateLimitKey: "wiegand:lines")
+            }
+        }
+    }
+
+    private func drop(_ item: Pending, _ why: String) {
+        record(item, why, level: .warning)
+    }
+
+    private func record(_ item: Pending, _ why: String, level: LogLevel) {
+        let message = "Wiegand: \(item.frame.summary): \(why)"
+        state.withLock { s in
+            if !s.queue.isEmpty { s.queue.removeFirst() }
+            s.dropped += 1
+            s.lastError = message
+            s.lastErrorAt = WallClock.nowNanoseconds()
+        }
+        logger.log(level, message, rateLimitKey: "wiegand:drop")
+    }
+
+    private func openLines(_ lines: WiegandLinePair) {
+        switch lines.open() {
+        case .success:
+            let recovered = state.withLock { s -> Bool in
+                defer {
+                    s.linesUp = true
+                    s.linesTitle = lines.title
+                    s.lineError = nil
+                }
+                return s.lineError != nil
+            }
+            logger.info("Wiegand: \(lines.title), \(settings.format), idle \(lines.activeLow ? "high, pulses low" : "low, pulses high (wiegand-active-high)")\(recovered ? " (available again)" : "")")
+        case .failure(let error):
+            state.withLock { s in
+                s.linesUp = false
+                s.lineError = error.message
+                s.lastError = error.message
+                s.lastErrorAt = WallClock.nowNanoseconds()
+            }
+            logger.error("Wiegand: \(error.message); reads are refused for Wiegand until then, retrying every \(runtime.retryMs) ms",
+                         rateLimitKey: "wiegand:lines")
+        }
+    }
+
+    /// SCHED_FIFO and locked memory, said once either way.
+    private func setUpRealtime() {
+        var parts: [String] = []
+        var missing: [String] = []
+        switch WiegandRealtime.promoteCurrentThread() {
+        case .success(let p): parts.append("SCHED_FIFO priority \(p)")
+        case .failure(let e):
+            missing.append("no real-time scheduling (\(e); the unit needs LimitRTPRIO=\(WiegandRealtime.priority), RestrictRealtime=no)")
+        }
+        switch WiegandRealtime.lockMemory() {
+        case .success(let what): parts.append("memory locked (\(what))")
+        case .failure(let e): missing.append("memory not locked (\(e); the unit needs LimitMEMLOCK=infinity)")
+        }
+        let summary = (parts + missing).joined(separator: ", ")
+        state.withLock { $0.realtime = summary }
+        if missing.isEmpty {
+            logger.info("Wiegand: transmitter runs with \(summary)")
+        } else {
+            logger.warning("Wiegand: transmitter runs with \(summary); pulses may stretch past 100 us under load")
+        }
+    }
+}
