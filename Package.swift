@@ -95,6 +95,7 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          dependencies: ["Core", "Platform", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial",
+                                         "Replay", "Simulator"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

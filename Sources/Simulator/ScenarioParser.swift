@@ -22,12 +22,14 @@ public enum ScenarioParser {
         var frameCountLine = 0
         var openEnded: [Int] = [] // indices of codes with `frames A-`
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Lines split on scalars: as Characters, "\r\n" is one grapheme that is not "\n", so a CRLF file
+        // would be one long line (the tokenizer takes the "\r" as a blank).
+        for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
             let at = "\(name):\(lineNumber)"
             var tokens: [Token]
             do {
-                tokens = try tokenize(String(rawLine))
+                tokens = try tokenize(String(String.UnicodeScalarView(rawLine)))
             } catch {
                 throw UsageError("\(at): \(error.description)")
             }
