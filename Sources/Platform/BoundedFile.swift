@@ -282,7 +282,7 @@ public final class BoundedFile: @unchecked Sendable {
         return lstat(path, &info) == 0 && FileKind(mode: info.st_mode) == .symbolicLink
     }
 
-    /// The kind of `path` after following symbolic links; nil with the errno when it cannot be stat'ed.
+    /// The kind of `path` after following symbolic links, or the errno when it cannot be stat'ed.
     public static func kind(of path: String) -> Result<FileKind, Errno> {
         var info = stat()
         return stat(path, &info) == 0 ? .success(FileKind(mode: info.st_mode)) : .failure(.current)
