@@ -129,6 +129,6 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
                           dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
-                                         "Serial", "Wiegand"],
+                                         "Serial", "Wiegand", "Replay", "Simulator"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

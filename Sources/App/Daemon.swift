@@ -42,6 +42,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     func run() -> Int32 {
+        // zbar prints its own assertion reports on stdio's stderr: through the logger, at debug level.
+        LibraryStderr.shared.route(to: logger)
         // Everything that can be refused is checked before any device is opened.
         var source: FrameSource
         var decoder: Decoder

@@ -28,7 +28,7 @@ public enum ConfigFile {
         do {
             bytes = try ConfigFileReader.readAll(path: path)
         } catch {
-            throw UsageError("cannot read config file \(path): \(error.errno)")
+            throw UsageError("cannot read config file \(path): \(error.reasonText)")
         }
         return try parse(bytes, name: path, table: table)
     }
@@ -220,22 +220,13 @@ enum ConfigValue {
     }
 }
 
-/// Reads a whole (small) file through Platform's descriptor wrappers.
+/// Reads the config file whole: a regular file (or a link to one) of at most `FileSizeLimit.config`
+/// (256 KB; the commented example is ~9 KB), checked before and while reading. A FIFO, a device, a
+/// socket or a folder is refused without being opened for reading, so a FIFO cannot block start-up.
 enum ConfigFileReader {
-    static let maximumSize = 1 << 20
+    static let limit = FileSizeLimit.config
 
-    static func readAll(path: String) throws(SystemError) -> [UInt8] {
-        let fd = try FileDescriptor.open(path, O_RDONLY).get("open", path)
-        let owner = OwnedFileDescriptor(fd)
-        defer { owner.close() }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let n = try chunk.withUnsafeMutableBytes { fd.read(into: $0) }.get("read", path)
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            if bytes.count > maximumSize { throw SystemError("read", path, Errno(rawValue: EFBIG)) }
-        }
-        return bytes
+    static func readAll(path: String) throws(BoundedFileError) -> [UInt8] {
+        try BoundedFile.readAll(path: path, limit: limit)
     }
 }

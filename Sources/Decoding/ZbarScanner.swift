@@ -12,6 +12,8 @@ final class ZbarScanner {
     }
 
     init() throws {
+        // Before zbar can print: its assertion reports go to the logger, not straight to stderr.
+        LibraryStderr.install()
         guard let s = zbar_image_scanner_create() else { throw ConfigError(message: "zbar_image_scanner_create failed") }
         scanner = s
         // The daemon debounces itself; zbar's own result cache would hide a code that returns.

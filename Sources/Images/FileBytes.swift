@@ -6,25 +6,20 @@ import Platform
 
 /// Whole-file reads and writes for image files, with errors that name the file.
 public enum FileBytes {
-    /// Every byte of `path`. Throws UsageError "cannot read PATH: reason".
+    /// Every byte of the regular file `path`, at most `limit.bytes` (see `BoundedFile`: FIFOs, devices,
+    /// sockets and folders are refused without blocking, and the size is checked before and while reading).
+    /// Throws UsageError "cannot read PATH: reason".
+    public static func read(path: String, limit: FileSizeLimit) throws(UsageError) -> [UInt8] {
+        do {
+            return try BoundedFile.readAll(path: path, limit: limit)
+        } catch {
+            throw UsageError(error.description)
+        }
+    }
+
+    /// A small data file (make-code --data-file): at most `FileSizeLimit.dataFile`.
     public static func read(path: String) throws(UsageError) -> [UInt8] {
-        let fd: FileDescriptor
-        switch FileDescriptor.open(path, O_RDONLY) {
-        case .success(let opened): fd = opened
-        case .failure(let e): throw UsageError("cannot read \(path): \(e)")
-        }
-        let owner = OwnedFileDescriptor(fd)
-        defer { owner.close() }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let result = chunk.withUnsafeMutableBytes { fd.read(into: $0) }
-            switch result {
-            case .success(0): return bytes
-            case .success(let n): bytes.append(contentsOf: chunk[0..<n])
-            case .failure(let e): throw UsageError("cannot read \(path): \(e)")
-            }
-        }
+        try read(path: path, limit: .dataFile)
     }
 
     /// Creates or replaces `path` with `bytes`. Throws UsageError "cannot write PATH: reason".

@@ -6,9 +6,10 @@ public enum ImageFile {
         case png, jpeg, pgm
     }
 
-    /// Reads any supported image file as 8-bit luma.
+    /// Reads any supported image file as 8-bit luma: a regular file of at most `FileSizeLimit.image`,
+    /// at most `ImageLimits.maximumPixels`.
     public static func read(path: String) throws(UsageError) -> LumaImage {
-        let bytes = try FileBytes.read(path: path)
+        let bytes = try FileBytes.read(path: path, limit: .image)
         return try decode(bytes, name: path)
     }
 

@@ -19,8 +19,8 @@ public enum JPEGDecoder {
             tjDecompressHeader3(handle, buffer.baseAddress, UInt(buffer.count), &width, &height, &subsampling, &colorspace)
         }
         guard headerResult == 0 else { throw UsageError("cannot read \(name): \(errorText(handle))") }
-        guard width > 0, height > 0, Int(width) * Int(height) <= 1 << 28 else {
-            throw UsageError("cannot read \(name): JPEG size \(width)x\(height) is not supported")
+        guard ImageLimits.allows(width: Int(width), height: Int(height)) else {
+            throw ImageLimits.sizeError(name, "JPEG", Int(width), Int(height))
         }
         var pixels = [UInt8](repeating: 0, count: Int(width) * Int(height))
         let result = bytes.withUnsafeBufferPointer { src in

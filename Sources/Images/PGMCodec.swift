@@ -15,8 +15,8 @@ public enum PGMCodec {
         guard let width = cursor.headerNumber(), let height = cursor.headerNumber(), let maxval = cursor.headerNumber() else {
             throw UsageError("cannot read \(name): bad PGM header (want width, height and maxval)")
         }
-        guard width > 0, height > 0, width <= 65535, height <= 65535, width * height <= 1 << 28 else {
-            throw UsageError("cannot read \(name): PGM size \(width)x\(height) is not supported")
+        guard ImageLimits.allows(width: width, height: height) else {
+            throw ImageLimits.sizeError(name, "PGM", width, height)
         }
         guard (1...65535).contains(maxval) else {
             throw UsageError("cannot read \(name): PGM maxval \(maxval) is not in 1...65535")

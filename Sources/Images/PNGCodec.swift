@@ -18,8 +18,8 @@ public enum PNGCodec {
         }
         guard began != 0 else { throw UsageError("cannot read \(name): \(message(of: &image))") }
         let width = Int(image.width), height = Int(image.height)
-        guard width > 0, height > 0, width * height <= 1 << 28 else {
-            throw UsageError("cannot read \(name): PNG size \(width)x\(height) is not supported")
+        guard ImageLimits.allows(width: width, height: height) else {
+            throw ImageLimits.sizeError(name, "PNG", width, height)
         }
         image.format = png_uint_32(PNG_FORMAT_GRAY)
         var pixels = [UInt8](repeating: 255, count: width * height)

@@ -67,6 +67,10 @@ public struct Y4MHeader: Equatable, Sendable {
         guard let w = width, let h = height, w > 0, h > 0, w <= 16384, h <= 16384 else {
             throw UsageError("cannot read \(name): Y4M header needs a positive W and H")
         }
+        guard w * h <= ImageLimits.maximumPixels else {
+            throw UsageError("cannot read \(name): Y4M frame size \(w)x\(h) is not supported "
+                             + "(frames are limited to \(ImageLimits.maximumPixels) pixels, e.g. 8192x8192)")
+        }
         return Y4MHeader(width: w, height: h, fps: fps, chroma: chroma)
     }
 

@@ -1,7 +1,12 @@
 import Core
 
 /// Streams the luma planes of a YUV4MPEG2 file, one frame at a time (files can be large: nothing is
-/// read ahead beyond a small buffer). Owns its file until `close()`.
+/// read ahead beyond a small buffer, and chroma is skipped through it). Owns its file until `close()`.
+///
+/// Bounds: the file is a regular file of at most `FileSizeLimit.y4m` (a FIFO, a device such as a link
+/// to /dev/zero, or a socket is refused at once without blocking); the stream header line is at most
+/// `headerLineLimit` bytes, each FRAME line at most `frameLineLimit`, and a frame at most
+/// `ImageLimits.maximumPixels` luma bytes (checked by `Y4MHeader.parse` before anything is allocated).
 public final class Y4MReader {
     public let path: String
     public let header: Y4MHeader
@@ -10,13 +15,15 @@ public final class Y4MReader {
 
     private let reader: BufferedFileReader
     private let dataOffset: Int
-    private var scratch: [UInt8] = []
+
+    public static let headerLineLimit = 4096
+    public static let frameLineLimit = 1024
 
     /// Opens `path` and reads its stream header.
     public init(path: String) throws(UsageError) {
         self.path = path
-        reader = try BufferedFileReader(path: path)
-        switch try reader.readLine(limit: 4096) {
+        reader = try BufferedFileReader(path: path, limit: .y4m)
+        switch try reader.readLine(limit: Y4MReader.headerLineLimit) {
         case .line(let line):
             header = try Y4MHeader.parse(line: line, name: path)
             dataOffset = line.count + 1
@@ -30,7 +37,7 @@ public final class Y4MReader {
     /// The next frame's luma plane (width*height bytes), nil at the clean end of the file.
     /// A frame cut short throws a UsageError naming the file and the frame number.
     public func nextLuma() throws(UsageError) -> [UInt8]? {
-        switch try reader.readLine(limit: 1024) {
+        switch try reader.readLine(limit: Y4MReader.frameLineLimit) {
         case .endOfFile:
             return nil
         case .unterminated:
@@ -50,8 +57,7 @@ public final class Y4MReader {
         }
         let chroma = header.chroma.chromaBytes(width: header.width, height: header.height)
         if chroma > 0 {
-            if scratch.count < chroma { scratch = [UInt8](repeating: 0, count: chroma) }
-            let skipped = try reader.read(into: &scratch, count: chroma)
+            let skipped = try reader.skip(count: chroma)
             guard skipped == chroma else {
                 throw UsageError("cannot read \(path): frame \(frameIndex) is truncated (\(skipped) of \(chroma) chroma bytes)")
             }

@@ -5,30 +5,45 @@ import Core
 import Platform
 
 /// The image files of a replay folder (.pgm, .png, .jpg, .jpeg, any case), in natural name order:
-/// digit runs compare by value, so frame2.png comes before frame10.png. Other files are ignored.
+/// digit runs compare by value, so frame2.png comes before frame10.png. Other names are ignored.
+///
+/// Bounds: the folder may hold at most `DirectoryLimit.replay` entries (every entry counts); a frame
+/// name that is not a regular file (a FIFO, a device, a socket, a folder, or a symbolic link to one, or a
+/// dangling link) refuses the whole replay at start (exit 2) with a line naming the entry: skipping it
+/// would replay a different recording than the one asked for, and reading it could block or never end.
+/// Each frame is read later as a `BoundedFile` of at most `FileSizeLimit.image`, which checks again.
 public enum FrameDirectory {
     public static let extensions = ["pgm", "png", "jpg", "jpeg"]
 
-    /// Full paths of the frames in `path`, in play order. Throws when the folder cannot be read or holds no frames.
-    public static func list(_ path: String) throws(UsageError) -> [String] {
-        guard let dir = opendir(path) else {
-            throw UsageError("cannot read folder \(path): \(Errno.current)")
-        }
-        defer { closedir(dir) }
+    /// Full paths of the frames in `path`, in play order. Throws when the folder cannot be read, holds
+    /// more than `limit` entries, holds a frame that is not a regular file, or holds no frames.
+    public static func list(_ path: String, limit: DirectoryLimit = .replay) throws(UsageError) -> [String] {
+        let base = path.hasSuffix("/") ? path : path + "/"
         var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        do throws(BoundedFileError) {
+            let directory = try BoundedDirectory.open(path)
+            defer { directory.close() }
+            for name in try directory.names(limit: limit) {
+                guard !name.hasPrefix("."), let dot = name.lastIndex(of: ".") else { continue }
+                let ext = name[name.index(after: dot)...].lowercased()
+                guard extensions.contains(ext) else { continue }
+                switch directory.kind(of: name) {
+                case .success(.regular): names.append(name)
+                case .success(let kind):
+                    let link = BoundedFile.isSymbolicLink(base + name)
+                    throw BoundedFileError(path: base + name, reason: .notRegular(kind, viaSymbolicLink: link))
+                case .failure(let e):
+                    throw BoundedFileError(path: base + name, reason: .system(operation: "stat", e))
+                }
             }
-            guard !name.hasPrefix("."), let dot = name.lastIndex(of: ".") else { continue }
-            let ext = name[name.index(after: dot)...].lowercased()
-            if extensions.contains(ext) { names.append(name) }
+        } catch {
+            if error.path == path { throw UsageError("cannot read folder \(path): \(error.reasonText)") }
+            throw UsageError("cannot replay \(error.path): \(error.reasonText) (replay frames must be regular files)")
         }
         guard !names.isEmpty else {
             throw UsageError("replay folder \(path) holds no frames (want .pgm, .png or .jpg files)")
         }
         names.sort(by: naturalOrder)
-        let base = path.hasSuffix("/") ? path : path + "/"
         return names.map { base + $0 }
     }
 

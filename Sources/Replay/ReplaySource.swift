@@ -37,11 +37,17 @@ public final class ReplaySource: FrameSource {
         self.path = path
         self.settings = settings
         self.isLive = !settings.fast
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw UsageError("cannot read \(path): \(Errno.current) (want a .y4m file or a folder of frames)")
+        // Only a folder or a regular file: a FIFO is refused here, before open(2) could wait for a writer.
+        let fileKind: FileKind
+        switch BoundedFile.kind(of: path) {
+        case .success(let k): fileKind = k
+        case .failure(let e): throw UsageError("cannot read \(path): \(e) (want a .y4m file or a folder of frames)")
         }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
+        guard fileKind == .directory || fileKind == .regular else {
+            let what = BoundedFileError(path: path, reason: .notRegular(fileKind, viaSymbolicLink: BoundedFile.isSymbolicLink(path)))
+            throw UsageError("\(what.description) (want a .y4m file or a folder of frames)")
+        }
+        if fileKind == .directory {
             kind = .folder(try FrameDirectory.list(path))
             fps = settings.fps
         } else {

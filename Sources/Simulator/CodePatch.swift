@@ -5,6 +5,16 @@ import Images
 struct CodePatch {
     let image: LumaImage
 
+    /// The size `init` draws the code at (quiet zone and rotation included), from its module bitmap alone:
+    /// the scenario parser checks fit and memory with it before any pixel is drawn.
+    static func size(of code: Scenario.Code) throws(SymbolError) -> (width: Int, height: Int) {
+        let bitmap = try SymbolEncoder.encode(code.symbology, payload: code.payload, ecc: code.ecc, segmented: code.segmented)
+        let (width, height) = SymbolImage.size(of: bitmap, moduleSize: code.moduleSize,
+                                               barHeight: code.barHeight ?? 40 * code.moduleSize,
+                                               quietZone: code.quietZone ?? SymbolEncoder.defaultQuietZone(for: code.symbology))
+        return ImageEffects.rotatedSize(width: width, height: height, degrees: code.rotation)
+    }
+
     init(_ code: Scenario.Code, background: UInt8) throws(SymbolError) {
         let bitmap = try SymbolEncoder.encode(code.symbology, payload: code.payload, ecc: code.ecc, segmented: code.segmented)
         let quiet = code.quietZone ?? SymbolEncoder.defaultQuietZone(for: code.symbology)

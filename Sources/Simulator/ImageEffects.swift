@@ -47,6 +47,16 @@ public enum ImageEffects {
         for i in pixels.indices { pixels[i] = 255 - pixels[i] }
     }
 
+    /// The size of `rotate`'s result for a width x height image, without rotating anything.
+    public static func rotatedSize(width: Int, height: Int, degrees: Double) -> (width: Int, height: Int) {
+        let turns = degrees.truncatingRemainder(dividingBy: 360)
+        guard turns != 0 else { return (width, height) }
+        let radians = turns * Double.pi / 180
+        let c = cos(radians), s = sin(radians)
+        let w = Double(width), h = Double(height)
+        return (Int((abs(w * c) + abs(h * s)).rounded(.up)), Int((abs(w * s) + abs(h * c)).rounded(.up)))
+    }
+
     /// Rotates by `degrees` (counter-clockwise) about the centre, bilinear; the result is the bounding box
     /// of the rotated image, with `fill` where no source pixel lands.
     public static func rotate(_ image: LumaImage, degrees: Double, fill: UInt8) -> LumaImage {
@@ -55,8 +65,7 @@ public enum ImageEffects {
         let radians = turns * Double.pi / 180
         let c = cos(radians), s = sin(radians)
         let w = Double(image.width), h = Double(image.height)
-        let outW = Int((abs(w * c) + abs(h * s)).rounded(.up))
-        let outH = Int((abs(w * s) + abs(h * c)).rounded(.up))
+        let (outW, outH) = rotatedSize(width: image.width, height: image.height, degrees: degrees)
         let cx = w / 2, cy = h / 2, ocx = Double(outW) / 2, ocy = Double(outH) / 2
         var out = [UInt8](repeating: fill, count: outW * outH)
         image.pixels.withUnsafeBufferPointer { src in

@@ -8,6 +8,11 @@ public enum ScenarioParser {
         public init(width: Int, height: Int, fps: Double) { self.width = width; self.height = height; self.fps = fps }
     }
 
+    /// At most this many `code` lines (each is drawn once and kept while the scenario plays).
+    public static let maximumCodes = 256
+    /// The codes' drawn pixels added up (rotation included), at most: 32 MB of patches.
+    public static let maximumCodePixels = 1 << 25
+
     static let keywords = "size, fps, frames, loop, background, noise, blur, contrast, seed, code"
     static let codeOptions = "frames, at, module, ecc, height, quiet, rotate, noise, blur, contrast, invert, segments"
 
@@ -17,12 +22,14 @@ public enum ScenarioParser {
         var frameCountLine = 0
         var openEnded: [Int] = [] // indices of codes with `frames A-`
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // Lines split on scalars: as Characters, "\r\n" is one grapheme that is not "\n", so a CRLF file
+        // would be one long line (the tokenizer takes the "\r" as a blank).
+        for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
             let at = "\(name):\(lineNumber)"
             var tokens: [Token]
             do {
-                tokens = try tokenize(String(rawLine))
+                tokens = try tokenize(String(String.UnicodeScalarView(rawLine)))
             } catch {
                 throw UsageError("\(at): \(error.description)")
             }
@@ -57,6 +64,9 @@ public enum ScenarioParser {
             case "seed":
                 scenario.seed = UInt64(try args.int("seed", in: 0...Int(Int32.max)))
             case "code":
+                guard scenario.codes.count < maximumCodes else {
+                    throw UsageError("\(at): too many codes; a scenario holds at most \(maximumCodes) `code` lines")
+                }
                 let (code, open) = try parseCode(&args, line: lineNumber)
                 if open { openEnded.append(scenario.codes.count) }
                 scenario.codes.append(code)
@@ -84,19 +94,25 @@ public enum ScenarioParser {
             }
             scenario.frameCount = lastFrame + 1
         }
-        // Each code must fit in the frame: render it once here so the error can name its line.
+        // Each code must fit in the frame, and all of them in the pixel budget: checked from their sizes,
+        // before anything is drawn (ScenarioRenderer draws each once and keeps it).
+        var pixels = 0
         for code in scenario.codes {
-            let patch: CodePatch
+            let size: (width: Int, height: Int)
             do {
-                patch = try CodePatch(code, background: scenario.background)
+                size = try CodePatch.size(of: code)
             } catch {
                 throw UsageError("\(name):\(code.line): \(error.description)")
             }
-            guard patch.image.width <= scenario.width, patch.image.height <= scenario.height else {
-                throw UsageError("\(name):\(code.line): the code is \(patch.image.width)x\(patch.image.height) pixels and does not fit in the \(scenario.width)x\(scenario.height) frame (use a smaller module)")
+            guard size.width <= scenario.width, size.height <= scenario.height else {
+                throw UsageError("\(name):\(code.line): the code is \(size.width)x\(size.height) pixels and does not fit in the \(scenario.width)x\(scenario.height) frame (use a smaller module)")
             }
-            if let p = code.position, p.x + patch.image.width > scenario.width || p.y + patch.image.height > scenario.height {
-                throw UsageError("\(name):\(code.line): the code at \(p.x),\(p.y) is \(patch.image.width)x\(patch.image.height) pixels and goes past the \(scenario.width)x\(scenario.height) frame")
+            if let p = code.position, p.x + size.width > scenario.width || p.y + size.height > scenario.height {
+                throw UsageError("\(name):\(code.line): the code at \(p.x),\(p.y) is \(size.width)x\(size.height) pixels and goes past the \(scenario.width)x\(scenario.height) frame")
+            }
+            pixels += size.width * size.height
+            guard pixels <= maximumCodePixels else {
+                throw UsageError("\(name):\(code.line): the codes up to this line take \(pixels) pixels; a scenario's codes are limited to \(maximumCodePixels) pixels in all (two 4096x4096 frames)")
             }
         }
         return scenario

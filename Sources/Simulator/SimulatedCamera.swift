@@ -28,7 +28,7 @@ public final class SimulatedCamera: FrameSource {
         self.settings = settings
         self.isLive = !settings.fast
         if spec.hasSuffix(".scenario") || SimulatedCamera.isRegularFile(spec) {
-            let bytes = try FileBytes.read(path: spec)
+            let bytes = try FileBytes.read(path: spec, limit: .scenario)
             guard let text = String(validating: bytes, as: UTF8.self) else {
                 throw UsageError("cannot read \(spec): the scenario is not UTF-8 text")
             }

@@ -13,8 +13,7 @@ public enum SymbolImage {
         let marginX = quietZone * m
         let marginY = bitmap.isLinear ? max(m, quietZone * m / 2) : quietZone * m
         let symbolHeight = bitmap.isLinear ? max(1, barHeight) : bitmap.height * m
-        let width = bitmap.width * m + 2 * marginX
-        let height = symbolHeight + 2 * marginY
+        let (width, height) = size(of: bitmap, moduleSize: moduleSize, barHeight: barHeight, quietZone: quietZone)
         var pixels = [UInt8](repeating: light, count: width * height)
         for y in 0..<symbolHeight {
             let my = bitmap.isLinear ? 0 : y / m
@@ -24,5 +23,14 @@ public enum SymbolImage {
             }
         }
         return LumaImage(width: width, height: height, pixels: pixels)
+    }
+
+    /// The size `render` draws with these parameters.
+    public static func size(of bitmap: ModuleBitmap, moduleSize: Int, barHeight: Int, quietZone: Int) -> (width: Int, height: Int) {
+        let m = max(1, moduleSize)
+        let marginX = quietZone * m
+        let marginY = bitmap.isLinear ? max(m, quietZone * m / 2) : quietZone * m
+        let symbolHeight = bitmap.isLinear ? max(1, barHeight) : bitmap.height * m
+        return (bitmap.width * m + 2 * marginX, symbolHeight + 2 * marginY)
     }
 }

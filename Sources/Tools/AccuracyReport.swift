@@ -120,7 +120,7 @@ public func measureAccuracy(corpus: String, settings: DecoderSettings = imageDec
 /// The expected payload: `stem.bin` (raw bytes) or `stem.txt`, minus one trailing newline.
 private func readExpectation(_ stemPath: String) -> [UInt8]? {
     for ext in [".bin", ".txt"] {
-        if let bytes = try? FileBytes.read(path: stemPath + ext) {
+        if let bytes = try? FileBytes.read(path: stemPath + ext, limit: .corpusAnswer) {
             return bytes.last == 0x0A ? Array(bytes.dropLast()) : bytes
         }
     }

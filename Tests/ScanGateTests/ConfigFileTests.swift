@@ -167,7 +167,7 @@ final class ConfigFileTests: XCTestCase {
             _ = try ConfigFile.load(path: directory)
             XCTFail("expected an error")
         } catch {
-            XCTAssertTrue(error.message.hasPrefix("cannot read config file \(directory): Is a directory"), error.message)
+            XCTAssertEqual(error.message, "cannot read config file \(directory): it is a directory, not a regular file")
         }
     }
 

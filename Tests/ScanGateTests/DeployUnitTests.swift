@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import XCTest
 
@@ -53,6 +56,80 @@ final class DeployUnitTests: XCTestCase {
         let figure = try XCTUnwrap(Double(line.components(separatedBy: marker)[1].split(separator: " ")[0]))
         XCTAssertLessThanOrEqual(figure, 2.0, "systemd-analyze security exposure \(figure) > 2.0:\n\(result.stdout)")
         print("systemd-analyze security exposure: \(figure)")
+    }
+
+    /// MemoryMax= and TasksMax= in bytes and tasks, from the unit.
+    private func ceilings() throws -> (memory: Int, tasks: Int) {
+        let memory = try XCTUnwrap(try values("MemoryMax").first, "no MemoryMax= in the unit")
+        let multipliers: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        let bytes: Int
+        if let unit = memory.last, let multiplier = multipliers[unit] {
+            bytes = try XCTUnwrap(Int(memory.dropLast()), memory) * multiplier
+        } else {
+            bytes = try XCTUnwrap(Int(memory), memory)
+        }
+        let tasks = try XCTUnwrap(try values("TasksMax").first.flatMap { Int($0) }, "no TasksMax= (a number) in the unit")
+        return (bytes, tasks)
+    }
+
+    func testResourceCeilingsAreSet() throws {
+        XCTAssertEqual(try values("MemoryMax"), ["256M"])
+        XCTAssertEqual(try values("MemorySwapMax"), ["0"])
+        XCTAssertEqual(try values("TasksMax"), ["64"])
+        let (memory, tasks) = try ceilings()
+        // Room on a 512 MB Raspberry Pi Zero 2 for the rest of the kiosk; several times bench's 25 MB target.
+        XCTAssertLessThanOrEqual(memory, 512 << 20)
+        XCTAssertGreaterThanOrEqual(memory, 4 * 25 << 20)
+        XCTAssertLessThanOrEqual(tasks, 256)
+    }
+
+    /// The ceilings against the daemon itself: `scangate run` with every device configured (the simulated
+    /// camera, a serial line, GPIO LEDs and buzzer (no chip here: retried), the beep on ALSA's null
+    /// device, JSON on stdout) reading codes as fast as it can. Its peak RSS (VmHWM) must be at most a
+    /// quarter of MemoryMax=, and its threads at most a third of TasksMax= (the door outputs add some).
+    func testCeilingsAreAFewTimesTheMeasuredNeed() throws {
+        let (memory, tasks) = try ceilings()
+        let pty = try PseudoTerminal()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ScangateProcess.binary)
+        process.arguments = ["run", "--camera", "sim:CEILING", "--fast", "--loop", "--hold-off-ms", "100",
+                             "--symbologies", "qr,ean13,code128,databar", "--serial", pty.name,
+                             "--gpio-chip", "gpiochip0", "--led-green", "17", "--led-red", "18", "--status-led", "19",
+                             "--buzzer", "20", "--beep", "default", "--beep-device", "null", "--log-level", "error"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        let done = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in done.signal() }
+        try process.run()
+        let pid = process.processIdentifier
+        defer { if process.isRunning { kill(pid, SIGKILL) } }
+        var peakKiB = 0, threads = 0, events = 0, buffered = Data()
+        // Sampled at each event, while every part of the daemon is at work.
+        while events < 8 {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffered.append(chunk)
+            while let newline = buffered.firstIndex(of: 0x0A) {
+                buffered.removeSubrange(...newline)
+                events += 1
+                let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+                for line in status.split(separator: "\n") {
+                    let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    guard parts.count == 2 else { continue }
+                    if parts[0] == "VmHWM", let kib = Int(parts[1].split(separator: " ")[0]) { peakKiB = max(peakKiB, kib) }
+                    if parts[0] == "Threads", let n = Int(parts[1]) { threads = max(threads, n) }
+                }
+            }
+        }
+        XCTAssertEqual(events, 8, "the daemon ended before 8 events")
+        kill(pid, SIGTERM)
+        XCTAssertEqual(done.wait(timeout: .now() + 20), .success, "did not stop within 20 s of SIGTERM")
+        print("scangate run, every device: peak RSS \(peakKiB / 1024) MiB (MemoryMax \(memory >> 20) MiB), \(threads) threads (TasksMax \(tasks))")
+        XCTAssertGreaterThan(peakKiB, 0)
+        XCTAssertLessThanOrEqual(4 * peakKiB * 1024, memory, "peak RSS \(peakKiB) KiB is more than a quarter of MemoryMax=")
+        XCTAssertGreaterThan(threads, 0)
+        XCTAssertLessThanOrEqual(3 * threads, tasks, "\(threads) threads is more than a third of TasksMax=")
     }
 
     func testServiceIsANotifyServiceWithAWatchdog() throws {

@@ -2,6 +2,7 @@ import Config
 import Core
 import Decoding
 import Images
+import Simulator
 import XCTest
 import Settings
 import Tools
@@ -131,5 +132,24 @@ final class FuzzRegressionTests: XCTestCase {
         let upc = DecodedSymbol(symbology: .upca, data: Array("0036000291452".utf8), bounds: Rect(x: 0, y: 0, w: 1, h: 1))
         XCTAssertEqual(SymbolNormaliser.normalise(upc, settings: settings).map { String(decoding: $0.data, as: UTF8.self) },
                        "036000291452")
+    }
+
+    // MARK: scenario (fuzz target `inputfiles`)
+
+    /// Found by `inputfiles`: a scenario with CRLF line ends was one long line: split as Characters,
+    /// "\r\n" is one grapheme that is not "\n". The error for line 1 then quoted the next lines, control
+    /// characters and all ("unexpected '\nframes' after size"). Lines are split on scalars now.
+    func testScenarioWithCRLFLineEndsParsesLineByLine() throws {
+        let defaults = ScenarioParser.Defaults(width: 640, height: 480, fps: 15)
+        let scenario = try ScenarioParser.parse(text: "size 160x120\r\nframes 4\r\ncode qr \"X\" frames 0-3\r\n",
+                                                name: "crlf.scenario", defaults: defaults)
+        XCTAssertEqual(scenario.width, 160)
+        XCTAssertEqual(scenario.frameCount, 4)
+        XCTAssertEqual(scenario.codes.map(\.payload), [Array("X".utf8)])
+        // The scenario libFuzzer saved: blank CR-only first line, an unknown keyword on line 2.
+        let found = "\r\r\r\r\r\n\r\u{10}\rm"
+        XCTAssertThrowsError(try ScenarioParser.parse(text: found, name: "fuzz.scenario", defaults: defaults)) {
+            XCTAssertEqual("\($0)", "fuzz.scenario:2: unknown keyword '\u{10}' (allowed: size, fps, frames, loop, background, noise, blur, contrast, seed, code)")
+        }
     }
 }

@@ -62,3 +62,5 @@ int shim_ioctl(int fd, unsigned long request, void *arg);
 void shim_alsa_silence_errors(void);
 
 #endif
+
+#include "StderrRedirect.h"

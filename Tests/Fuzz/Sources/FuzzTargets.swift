@@ -20,6 +20,8 @@ enum FuzzTargets {
         FuzzTarget(name: "filter", summary: "PayloadFilter.verdict", run: PayloadFuzz.filter),
         FuzzTarget(name: "eventline", summary: "EventLine.json / EventLine.text", run: OutputFuzz.eventLine),
         FuzzTarget(name: "logescape", summary: "Logger.escape(bytes:) and Logger.escape(_:)", run: OutputFuzz.logEscape),
+        FuzzTarget(name: "inputfiles", summary: "config, scenario, replay folder, Y4M and image readers on FIFOs, devices, links, folders, sockets, oversize files",
+                   run: BoundedInputFuzz.run),
         FuzzTarget(name: "labelunwarp", summary: "LabelUnwarp.flatten (decode-image's flattened-label pass)",
                    run: DecodingFuzz.labelUnwarp),
         FuzzTarget(name: "wiegand", summary: "WiegandEncoder: wiegand-map, facility, over-range and formats", run: WiegandFuzz.run),
