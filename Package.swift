@@ -109,7 +109,7 @@ let package = Package(
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
         .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
                                             "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
-                                            "Catalog", "Feedback", "Service", "Doctor", "Tools"],
+                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 

@@ -1,10 +1,10 @@
 import Tools
+import Wiegand
 import Core
 import Decoding
 import Platform
 #if canImport(Glibc)
 import Glibc
-import Tools
 #endif
 
 /// `scangate bench`: the performance targets as ratios measured in one run.
@@ -17,6 +17,8 @@ enum BenchCommand {
           idle cost    CPU per frame on a static scene vs one full zbar pass          target <= 10%
           first frame  a code appearing is read in the first frame it is in view (gating on)
           latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
+          wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
+                       200 us-20 ms), min/p50/p99/max
           memory       RSS after N frames (default 100000) and its growth           target <= 25 MB, no growth
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
@@ -106,6 +108,17 @@ enum BenchCommand {
                                  target: "equal", pass: mem.descriptorsFirst == mem.descriptorsLast))
         report.rows.append(.init(name: "codes reported in the memory run", measured: "\(mem.reported)/\(mem.expected)",
                                  target: "exactly", pass: mem.reported == mem.expected))
+
+        options.progress("Wiegand timing")
+        let wiegand = try WiegandBench(frames: 20).run()
+        report.rows.append(.init(name: "Wiegand pulse width, min/p50/p99/max (in-memory chip)",
+                                 measured: wiegand.pulses?.description ?? "none sent",
+                                 target: "20-100 us", pass: wiegand.pulses != nil && wiegand.pulsesOutOfSpec == 0))
+        report.rows.append(.init(name: "Wiegand bit interval, min/p50/p99/max",
+                                 measured: wiegand.intervals?.description ?? "none sent",
+                                 target: "200-20000 us", pass: wiegand.intervals != nil && wiegand.intervalsOutOfSpec == 0))
+        report.rows.append(.init(name: "Wiegand frames sent right to the bit", measured: "\(wiegand.framesSent)/\(wiegand.framesExpected)",
+                                 target: "all", pass: wiegand.framesSent == wiegand.framesExpected))
 
         options.progress("start-up")
         let startup = try startupMilliseconds(rounds: options.rounds)

@@ -214,7 +214,9 @@ enum ConfigValue {
     /// Writes a value so that `unquote(inih(value)) == value`.
     static func quoteIfNeeded(_ value: String) -> String {
         guard let first = value.first, let last = value.last else { return value }
-        let needsQuotes = first == " " || first == "\t" || last == " " || last == "\t" || value.contains(";")
+        // inih strips every isspace() byte at both ends (space, \t, \n, \v, \f, \r): keep them in quotes.
+        let blank: (Character) -> Bool = { c in c.unicodeScalars.allSatisfy { [0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D].contains($0.value) } }
+        let needsQuotes = blank(first) || blank(last) || value.contains(";")
             || value.contains("#") || (first == "\"" && last == "\"" && value.count >= 2)
         return needsQuotes ? "\"\(value)\"" : value
     }

@@ -1,4 +1,5 @@
-import Config
+@testable import Config
+import Platform
 import Core
 import Decoding
 import Images
@@ -107,6 +108,18 @@ final class FuzzRegressionTests: XCTestCase {
         try ConfigFile.apply(ConfigFile.parse(text, name: "fuzz.conf"), from: "fuzz.conf", to: &settings)
         XCTAssertEqual(settings.serial.suffix, [])
         XCTAssertTrue(ConfigFileRendering.effective(settings).contains("\nserial-suffix =\n"))
+    }
+
+    /// Found by `config`: `serial = "\rA "` was written back unquoted as `serial = \rA`, and inih stripped
+    /// the leading CR, so it read back as `A`. A value with any blank that inih strips at an end (CR, VT,
+    /// FF, not only space and tab) is now written in quotes.
+    func testValueWithACarriageReturnAtItsEndIsQuoted() throws {
+        let hex = "2320645b2374726f6c6c65720a5b73657269616c5d0a73657269616c203d20220dffffffe2eae2e2e2e2e2e2e2e2e2e2e2e2e2d720220a"
+        let bytes = try XCTUnwrap(Hex.decode(hex))
+        try assertCheckConfigRoundTrips(String(decoding: bytes, as: UTF8.self))
+        XCTAssertEqual(ConfigValue.quoteIfNeeded("\rA"), "\"\rA\"")
+        XCTAssertEqual(ConfigValue.quoteIfNeeded("A\u{0B}"), "\"A\u{0B}\"")
+        XCTAssertEqual(ConfigValue.quoteIfNeeded("A B"), "A B")
     }
 
     // MARK: normaliser (fuzz target `normaliser`)
