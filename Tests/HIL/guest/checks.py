@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rig  # noqa: E402
 import driver_checks  # noqa: E402,F401  (registers its checks)
 import scangate_checks  # noqa: E402,F401
-import wiegand_checks  # noqa: E402,F401  (needs scangate run to take the Wiegand options)
+import wiegand_checks  # noqa: E402,F401
+import stop_checks  # noqa: E402,F401
 
 
 def main():

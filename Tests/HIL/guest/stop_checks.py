@@ -1,0 +1,115 @@
+"""SIGTERM always ends the process, within stop-timeout-ms, with every output inactive, even when a
+thread is stuck; and inputs that would have blocked a read for ever are refused at once. Each check
+measures the time from SIGTERM (or from the start) to the exit, against the bound it was given."""
+import os
+import time
+
+from rig import GPIO_LABEL, Daemon, GpioSim, GpioTrace, check, require
+from scangate_checks import GPIO_BY_NAME, GREEN, final_levels, one_code, require_released
+
+STOP_MS = 1000
+# The kernel's process teardown after the daemon's own exit (reaping, 9p), on the emulated rig.
+EXIT_SLACK_S = 0.5
+
+
+def stop_and_time(daemon, bound_s):
+    """SIGTERM, then the exit status and how long the exit took (seconds)."""
+    t0 = time.monotonic()
+    status = daemon.terminate(timeout=bound_s + 10)
+    return status, time.monotonic() - t0
+
+
+def lit_until_stopped(rig, extra, wrapper=(), name="daemon"):
+    """scangate with the LEDs, a good read that keeps green lit for a minute, and `extra` flags; waits
+    until green is lit (the trace says so) and returns (daemon, sim, trace)."""
+    sim = GpioSim()
+    trace = GpioTrace(sim)
+    daemon = Daemon(rig, ["--camera", f"sim:{one_code(rig.check_name, 'HIL-STOP')}", "--loop", *GPIO_BY_NAME,
+                          "--good-led-ms", "60000", "--stop-timeout-ms", str(STOP_MS), *extra],
+                    name=name, wrapper=wrapper)
+    daemon.wait_for_payload("HIL-STOP", 60)
+    deadline = time.monotonic() + 10
+    while final_levels(trace, (GREEN,))[GREEN] != 1:
+        require(time.monotonic() < deadline, "the green LED (GPIO17) was not lit after the read")
+        time.sleep(0.02)
+    return daemon, sim, trace
+
+
+@check("stop-deadline-stuck-decode-leds-inactive")
+def stop_stuck_decode(rig):
+    """The decode queue stuck for ever in a call (the SCANGATE_FAULT=hang-decode test fault): the
+    normal shutdown cannot finish, so after stop-timeout-ms the signal thread drives the LEDs inactive
+    and ends the process with status 0."""
+    daemon, sim, trace = lit_until_stopped(rig, [], wrapper=["env", "SCANGATE_FAULT=hang-decode"])
+    status, took = stop_and_time(daemon, STOP_MS / 1000)
+    require(status == 0, f"exit status {status}: {daemon.last_stderr()}")
+    require(took <= STOP_MS / 1000 + EXIT_SLACK_S, f"exited {took * 1000:.0f} ms after SIGTERM "
+            f"(stop-timeout-ms {STOP_MS} + {EXIT_SLACK_S * 1000:.0f} ms)")
+    require(any("shutdown did not finish within" in l for l in daemon.stderr),
+            f"the deadline was not what ended it: {daemon.last_stderr()}")
+    levels = final_levels(trace, (GREEN,))
+    require(levels[GREEN] == 0, f"green LED left at {levels[GREEN]} (want 0, inactive)")
+    require_released(sim, (GREEN,))
+    return f"stuck decode: exit 0 {took * 1000:.0f} ms after SIGTERM (bound {STOP_MS} ms), green driven inactive"
+
+
+@check("stop-blocked-serial-write-leds-inactive")
+def stop_blocked_serial_write(rig):
+    """SIGTERM while a long frame is being written to the UART at 1200 baud (a 400-byte code takes
+    3.4 s on the wire): the write is abandoned, the port closed, the LEDs inactive, exit 0 in time."""
+    payload = "S" * 400
+    sim = GpioSim()
+    trace = GpioTrace(sim)
+    daemon = Daemon(rig, ["--camera", f"sim:{one_code(rig.check_name, payload)}", "--loop", *GPIO_BY_NAME,
+                          "--good-led-ms", "60000", "--serial", rig.uart.device, "--serial-baud", "1200",
+                          "--serial-write-timeout-ms", "60000", "--serial-ttl-ms", "60000",
+                          "--stop-timeout-ms", str(STOP_MS)])
+    daemon.wait_for_payload(payload, 60)
+    mark = rig.uart.mark()
+    rig.uart.wait_for(mark, lambda b: len(b) >= 10, 20, "the frame to start on the UART")
+    status, took = stop_and_time(daemon, STOP_MS / 1000)
+    require(status == 0, f"exit status {status}: {daemon.last_stderr()}")
+    require(took <= STOP_MS / 1000 + EXIT_SLACK_S, f"exited {took * 1000:.0f} ms after SIGTERM (bound {STOP_MS} ms)")
+    sent = len(rig.uart.received(mark))
+    require(sent < len(payload), f"the whole frame went out ({sent} bytes): the write was not blocked")
+    levels = final_levels(trace, (GREEN,))
+    require(levels[GREEN] == 0, f"green LED left at {levels[GREEN]} (want 0, inactive)")
+    require_released(sim, (GREEN,))
+    return (f"SIGTERM mid-write ({sent} of {len(payload) + 2} bytes on the wire): exit 0 after {took * 1000:.0f} ms "
+            f"(bound {STOP_MS} ms), green inactive")
+
+
+def refused_at_once(rig, camera, what):
+    t0 = time.monotonic()
+    daemon = Daemon(rig, ["--camera", camera, "--stop-timeout-ms", str(STOP_MS)])
+    status = daemon.wait_exit(10)
+    took = time.monotonic() - t0
+    lines = [l for l in daemon.stderr if l.strip()]
+    require(status == 2, f"exit status {status} (want 2): {daemon.last_stderr()}")
+    require(len(lines) == 1 and what in lines[0], f"stderr {lines} (want one line saying {what!r})")
+    require(took <= STOP_MS / 1000 + EXIT_SLACK_S, f"took {took * 1000:.0f} ms")
+    return took, lines[0]
+
+
+@check("stop-fifo-replay-refused-at-once")
+def stop_fifo_replay(rig):
+    """`--camera replay:FIFO`, a named pipe with no writer: refused at once, never blocked in open(2)."""
+    fifo = f"/tmp/{rig.check_name}.fifo"
+    if os.path.lexists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    took, line = refused_at_once(rig, f"replay:{fifo}", "not a regular file")
+    return f"exit 2 after {took * 1000:.0f} ms: {line}"
+
+
+@check("stop-endless-replay-file-refused-at-once")
+def stop_endless_replay(rig):
+    """A replay folder whose frame is a link to /dev/zero (a file without end): refused at once."""
+    folder = f"/tmp/{rig.check_name}"
+    os.makedirs(folder, exist_ok=True)
+    link = os.path.join(folder, "0001.pgm")
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.symlink("/dev/zero", link)
+    took, line = refused_at_once(rig, f"replay:{folder}", "0001.pgm")
+    return f"exit 2 after {took * 1000:.0f} ms: {line}"
