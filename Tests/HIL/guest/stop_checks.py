@@ -2,6 +2,7 @@
 thread is stuck; and inputs that would have blocked a read for ever are refused at once. Each check
 measures the time from SIGTERM (or from the start) to the exit, against the bound it was given."""
 import os
+import termios
 import time
 
 from rig import GPIO_LABEL, Daemon, GpioSim, GpioTrace, check, require
@@ -55,28 +56,39 @@ def stop_stuck_decode(rig):
 
 @check("stop-blocked-serial-write-leds-inactive")
 def stop_blocked_serial_write(rig):
-    """SIGTERM while a long frame is being written to the UART at 1200 baud (a 400-byte code takes
-    3.4 s on the wire): the write is abandoned, the port closed, the LEDs inactive, exit 0 in time."""
-    payload = "S" * 400
+    """SIGTERM while a frame cannot leave the serial line (a pseudo-terminal whose output is stopped,
+    as an XOFF or a controller holding CTS low would; the write timeout and TTL are a minute): the
+    write is abandoned at the stop bound, the port closed, the LEDs inactive, exit 0 in time."""
+    controller, device = os.openpty()
+    rig.on_cleanup(lambda: (os.close(controller), os.close(device)))
+    termios.tcflow(device, termios.TCOOFF)
+    tty = os.ttyname(device)
     sim = GpioSim()
     trace = GpioTrace(sim)
-    daemon = Daemon(rig, ["--camera", f"sim:{one_code(rig.check_name, payload)}", "--loop", *GPIO_BY_NAME,
-                          "--good-led-ms", "60000", "--serial", rig.uart.device, "--serial-baud", "1200",
-                          "--serial-write-timeout-ms", "60000", "--serial-ttl-ms", "60000",
-                          "--stop-timeout-ms", str(STOP_MS)])
-    daemon.wait_for_payload(payload, 60)
-    mark = rig.uart.mark()
-    rig.uart.wait_for(mark, lambda b: len(b) >= 10, 20, "the frame to start on the UART")
+    daemon = Daemon(rig, ["--camera", f"sim:{one_code(rig.check_name, 'HIL-STOP-SERIAL')}", "--loop", *GPIO_BY_NAME,
+                          "--good-led-ms", "60000", "--serial", tty, "--serial-write-timeout-ms", "60000",
+                          "--serial-ttl-ms", "60000", "--stop-timeout-ms", str(STOP_MS)])
+    daemon.wait_for_payload("HIL-STOP-SERIAL", 60)
+    deadline = time.monotonic() + 10
+    while final_levels(trace, (GREEN,))[GREEN] != 1:
+        require(time.monotonic() < deadline, "the green LED (GPIO17) was not lit after the read")
+        time.sleep(0.02)
     status, took = stop_and_time(daemon, STOP_MS / 1000)
     require(status == 0, f"exit status {status}: {daemon.last_stderr()}")
     require(took <= STOP_MS / 1000 + EXIT_SLACK_S, f"exited {took * 1000:.0f} ms after SIGTERM (bound {STOP_MS} ms)")
-    sent = len(rig.uart.received(mark))
-    require(sent < len(payload), f"the whole frame went out ({sent} bytes): the write was not blocked")
+    require(any("abandoned" in l and "shutdown drain time" in l for l in daemon.stderr),
+            f"the blocked frame was not abandoned at shutdown: {daemon.last_stderr(5)}")
+    termios.tcflow(device, termios.TCOON)
+    os.set_blocking(controller, False)
+    try:
+        late = os.read(controller, 4096)
+    except BlockingIOError:
+        late = b""
+    require(b"HIL-STOP-SERIAL" not in late, f"the abandoned frame left the line later: {late!r}")
     levels = final_levels(trace, (GREEN,))
     require(levels[GREEN] == 0, f"green LED left at {levels[GREEN]} (want 0, inactive)")
     require_released(sim, (GREEN,))
-    return (f"SIGTERM mid-write ({sent} of {len(payload) + 2} bytes on the wire): exit 0 after {took * 1000:.0f} ms "
-            f"(bound {STOP_MS} ms), green inactive")
+    return f"SIGTERM with the frame stuck on a stopped line: exit 0 after {took * 1000:.0f} ms (bound {STOP_MS} ms), frame never sent, green inactive"
 
 
 def refused_at_once(rig, camera, what):

@@ -185,12 +185,14 @@ def wiegand_hostile_numbers(rig):
 
 @check("wiegand-idle-after-sigterm")
 def wiegand_idle_after_sigterm(rig):
-    """SIGTERM while a 64-bit frame is on the wire (5 ms intervals: a third of a second): it ends at a bit
-    boundary, both lines idle, released, and nothing more is sent."""
+    """SIGTERM while a 64-bit frame is on the wire (5 ms intervals: a third of a second) with a stop bound
+    of 200 ms, too short to finish it: the frame ends at a bit boundary, both lines idle, released, and
+    nothing more is sent."""
     sim = GpioSim()
     trace = GpioTrace(sim)
     daemon = Daemon(rig, ["--camera", f"sim:{codes_scenario(rig.check_name, ['18446744073709551615'], hold=10, blank=5)}",
-                          *WIEGAND[:6], "--wiegand-format", "raw:64", "--wiegand-interval-us", "5000"])
+                          *WIEGAND[:6], "--wiegand-format", "raw:64", "--wiegand-interval-us", "5000",
+                          "--stop-timeout-ms", "200"])
     wait_until(lambda: len(wiegand.line_pulses(trace.events(), D1, 0)) >= 3, 30, "three pulses on D1")
     status = daemon.terminate(timeout=5)
     require(status == 0, f"scangate exited {status} on SIGTERM: {daemon.last_stderr()}")
