@@ -61,6 +61,8 @@ let package = Package(
         // Sinks.
         .target(name: "Outputs", dependencies: ["Core"], swiftSettings: swiftSettings),
         .target(name: "Serial", dependencies: ["Core", "Platform", "CShim"], swiftSettings: swiftSettings),
+        // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
+        .target(name: "OSDP", dependencies: ["Core", "Platform", "Serial", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "GPIO", dependencies: ["Core", "Platform", "CGpiod"], swiftSettings: swiftSettings),
         .target(name: "Sound", dependencies: ["Core", "CALSA", "CShim"], swiftSettings: swiftSettings),
         // Settings: command-line flags and the INI file, one table of options.
@@ -72,7 +74,7 @@ let package = Package(
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
         .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs", "Serial", "GPIO"],
+                                              "Outputs", "Serial", "GPIO", "OSDP"],
                 swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
@@ -84,7 +86,7 @@ let package = Package(
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
-                                   "Service", "App", "Bench", "CShim"],
+                                   "Service", "App", "Bench", "CShim", "OSDP"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17
@@ -95,6 +97,6 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial", "OSDP"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }
