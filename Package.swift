@@ -87,6 +87,8 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
                                    "Service", "App", "Bench", "CShim", "OSDP"],
+                    // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
+                    exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17

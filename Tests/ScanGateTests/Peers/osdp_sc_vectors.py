@@ -176,6 +176,50 @@ def main():
     r = frame(reply_address, 1, 0x41, b"\x06")
     exchange("POLL (SCS_15) after the channel was dropped -> NAK 06", c, r)
 
+    # A second PD, in install mode with no key yet, at address 0, enrolled by a panel: SCBK-D session,
+    # KEYSET with the panel's key, then a new session with that key.
+    new_key = bytes.fromhex("00112233445566778899AABBCCDDEEFF")
+    rnd_a2 = bytes.fromhex("C0C1C2C3C4C5C6C7")
+    install = []
+
+    def install_exchange(note, command, reply):
+        install.append({"note": note, "command": command.hex().upper(), "reply": reply.hex().upper()})
+
+    # seq 0: CHLNG for the SCBK (selector 1): there is none -> NAK 06.
+    install_exchange("CHLNG for an SCBK the PD does not have -> NAK 06",
+                     frame(0, 0, 0x76, rnd_a2, scb=b"\x03\x11\x01"), frame(0x80, 0, 0x41, b"\x06"))
+    # seq 1: CHLNG for SCBK-D (selector 0) -> CCRYPT with selector 0.
+    d = Session(bytes(range(0x30, 0x40)), rnd_a2, rnd_b)
+    install_exchange("CHLNG for SCBK-D -> CCRYPT",
+                     frame(0, 1, 0x76, rnd_a2, scb=b"\x03\x11\x00"),
+                     frame(0x80, 1, 0x76, cuid + rnd_b + d.client_cryptogram, scb=b"\x03\x12\x00"))
+    # seq 2: SCRYPT with a cryptogram from another key -> NAK 06; the handshake is over.
+    wrong = Session(scbk, rnd_a2, rnd_b)
+    install_exchange("SCRYPT with a cryptogram from another key -> NAK 06",
+                     frame(0, 2, 0x77, wrong.server_cryptogram, scb=b"\x03\x13\x00"), frame(0x80, 2, 0x41, b"\x06"))
+    # seq 3, 1: the handshake again, properly.
+    install_exchange("CHLNG for SCBK-D again -> CCRYPT",
+                     frame(0, 3, 0x76, rnd_a2, scb=b"\x03\x11\x00"),
+                     frame(0x80, 3, 0x76, cuid + rnd_b + d.client_cryptogram, scb=b"\x03\x12\x00"))
+    install_exchange("SCRYPT -> RMAC_I (SCBK-D)",
+                     frame(0, 1, 0x77, d.server_cryptogram, scb=b"\x03\x13\x00"),
+                     frame(0x80, 1, 0x78, d.rmac_i, scb=b"\x03\x14\x01"))
+    # seq 2: KEYSET, encrypted: key type 1 (SCBK), length 16, the key -> ACK with a MAC.
+    c = frame(0, 2, 0x75, b"\x01\x10" + new_key, scb=b"\x02\x17", session=d, is_command=True, encrypt=True)
+    r = frame(0x80, 2, 0x40, scb=b"\x02\x16", session=d, is_command=False)
+    install_exchange("KEYSET (SCS_17) -> ACK (SCS_16)", c, r)
+    # seq 3: the panel opens a channel with the new key (selector 1) -> CCRYPT from the new key.
+    n = Session(new_key, rnd_a2, rnd_b)
+    install_exchange("CHLNG for the new SCBK -> CCRYPT",
+                     frame(0, 3, 0x76, rnd_a2, scb=b"\x03\x11\x01"),
+                     frame(0x80, 3, 0x76, cuid + rnd_b + n.client_cryptogram, scb=b"\x03\x12\x01"))
+    install_exchange("SCRYPT -> RMAC_I (new SCBK)",
+                     frame(0, 1, 0x77, n.server_cryptogram, scb=b"\x03\x13\x01"),
+                     frame(0x80, 1, 0x78, n.rmac_i, scb=b"\x03\x14\x01"))
+    # seq 2: SCBK-D no longer works: install mode ended with the KEYSET.
+    install_exchange("CHLNG for SCBK-D after KEYSET -> NAK 06",
+                     frame(0, 2, 0x76, rnd_a2, scb=b"\x03\x11\x00"), frame(0x80, 2, 0x41, b"\x06"))
+
     json.dump({
         "generator": "Tests/ScanGateTests/Peers/osdp_sc_vectors.py (PyPI cryptography)",
         "scbk": scbk.hex().upper(), "rnd_a": rnd_a.hex().upper(), "rnd_b": rnd_b.hex().upper(),
@@ -186,6 +230,8 @@ def main():
         "rmac_i": s.rmac_i.hex().upper(),
         "crc_check_123456789": "%04X" % crc16_aug_ccitt(b"123456789"),
         "exchanges": exchanges,
+        "install_new_key": new_key.hex().upper(),
+        "install_exchanges": install,
     }, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
