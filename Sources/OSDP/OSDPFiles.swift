@@ -52,7 +52,7 @@ public enum OSDPFiles {
         }
         let me = geteuid()
         guard info.st_uid == me else {
-            throw UsageError("osdp-scbk-file \(path): owned by \(userName(info.st_uid)), but ScanGate runs as \(userName(me)); run: chown \(userName(me)) \(path)")
+            throw UsageError("osdp-scbk-file \(path): owned by \(userName(info.st_uid)), but ScanGate runs as \(userName(me)); run: chown \(loginName(me)) \(path)")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
@@ -108,6 +108,12 @@ public enum OSDPFiles {
     static func userName(_ uid: uid_t) -> String {
         if let entry = getpwuid(uid), let name = entry.pointee.pw_name { return "\(String(cString: name)) (uid \(uid))" }
         return "uid \(uid)"
+    }
+
+    /// The name `chown` takes: the login name, or the number.
+    static func loginName(_ uid: uid_t) -> String {
+        if let entry = getpwuid(uid), let name = entry.pointee.pw_name { return String(cString: name) }
+        return "\(uid)"
     }
 
     static func octal(_ mode: mode_t) -> String {
