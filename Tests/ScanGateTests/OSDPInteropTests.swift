@@ -157,6 +157,59 @@ final class OSDPInteropTests: XCTestCase {
         XCTAssertFalse(restarted.health.detail.contains("install mode"), restarted.health.detail)
     }
 
+    func testComsetMovesTheReaderAndARestartKeepsTheNewAddressAndSpeed() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let s = settings(device: peer.device, secure: .off)
+        var out: OSDPOutput? = try output(s, feedback: RecordingFeedback(), link: RecordingLink())
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20), "\(peer.events) \(logs.all)")
+        peer.send(["cmd": "comset", "address": 3, "baud_rate": 19200])
+        XCTAssertTrue(waitUntil(10) { out?.health.detail.contains("19200 baud 8N1, address 3") ?? false },
+                      "\(String(describing: out?.health)) \(logs.all)")
+        XCTAssertEqual(try OSDPPersistedState.load(s.stateFile), OSDPPersistedState(address: 3, baud: 19200))
+        // libosdp's CP follows the reader to address 3 and keeps polling it: a read still arrives.
+        XCTAssertEqual(out?.offer(event(seq: 1, payload: "moved")), .taken)
+        XCTAssertEqual(try XCTUnwrap(peer.wait(for: "card", within: 10))["data"] as? String, Hex.string(Array("moved".utf8)))
+
+        // A restart: the new output answers at address 3 (the configuration still says 0).
+        peer.send(["cmd": "teardown"])
+        XCTAssertNotNil(peer.wait(for: "torn-down", within: 10))
+        out?.close(deadline: .now().adding(milliseconds: 2000))
+        out = nil
+        let restarted = try output(s, feedback: RecordingFeedback(), link: RecordingLink())
+        defer { restarted.close(deadline: .now().adding(milliseconds: 2000)) }
+        XCTAssertTrue(logs.contains("osdp: address 3 from \(s.stateFile) (set by the panel) instead of osdp-address 0"), "\(logs.all)")
+        peer.clearEvents()
+        peer.send(["cmd": "start", "address": 3, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20), "\(peer.events) \(logs.all)")
+        XCTAssertTrue(restarted.health.detail.contains("19200 baud 8N1, address 3"), restarted.health.detail)
+    }
+
+    func testWiegandCardFormatSendsTheEncodersBitsAsFormatOne() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        var s = settings(device: peer.device, secure: .off)
+        s.cardFormat = .wiegand
+        // Stands in for the Wiegand output's encoder: H10301 FC 90 CN 324 for "324", a refusal otherwise.
+        let bits = "00101101000000001010001000".map { $0 == "1" }
+        let encoder: @Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal> = { event in
+            event.doorData == Array("324".utf8) ? .success(bits) : .failure(OSDPCardRefusal("card number out of range for H10301"))
+        }
+        XCTAssertThrowsError(try output(s, feedback: RecordingFeedback(), link: RecordingLink()), "wiegand needs the encoder")
+        let out = try OSDPOutput(settings: s, features: OSDPReaderFeatures(leds: .none, buzzer: false), feedback: RecordingFeedback(),
+                                 linkObserver: RecordingLink(), logger: logs.logger, wiegandBits: encoder)
+        defer { out.close(deadline: .now().adding(milliseconds: 2000)) }
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20), "\(peer.events)")
+        XCTAssertEqual(out.offer(event(seq: 1, payload: "99999999")), .refused(reason: "osdp (wiegand): card number out of range for H10301"))
+        XCTAssertEqual(out.offer(event(seq: 2, payload: "324")), .taken)
+        let card = try XCTUnwrap(peer.wait(for: "card", within: 10))
+        XCTAssertEqual(card["format"] as? Int, 1, "osdp_RAW format 1: Wiegand, parity and data")
+        XCTAssertEqual(card["bits"] as? Int, 26)
+        XCTAssertEqual(card["data"] as? String, "2D00A200")
+    }
+
     func testAPanelThatStopsPollingIsOfflineAndAStaleReadIsDroppedNotSentLate() throws {
         let peer = try OSDPControlPanelPeer()
         defer { peer.close() }

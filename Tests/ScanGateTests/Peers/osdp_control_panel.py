@@ -7,6 +7,7 @@ The test talks to it in JSON lines:
 
   stdin  {"cmd": "start", "address": 0, "scbk": "<32 hex>" | null, "enforce_secure": true}
          {"cmd": "led", ...libosdp LED fields...}   {"cmd": "buzzer", ...}   {"cmd": "text", "data": "..."}
+         {"cmd": "comset", "address": n, "baud_rate": n}
          {"cmd": "stop"}       stop the CP's refresh thread: no more polls
          {"cmd": "teardown"}   stop and drop the CP (a new "start" builds a fresh one)
          {"cmd": "quit"}
@@ -180,6 +181,8 @@ def main():
                     "command": Command.Text, "reader": 0, "control_code": 1, "temp_time": 0,
                     "offset_row": 0, "offset_col": 0, "data": cmd["data"],
                 })
+            elif name == "comset":
+                peer.submit("comset", {"command": Command.Comset, "address": cmd["address"], "baud_rate": cmd["baud_rate"]})
             elif name == "stop":
                 peer.stop()
             elif name == "teardown":
