@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rig  # noqa: E402
 import driver_checks  # noqa: E402,F401  (registers its checks)
 import scangate_checks  # noqa: E402,F401
+import osdp_checks  # noqa: E402,F401
 
 
 def main():

@@ -19,7 +19,15 @@ The test talks to it in JSON lines:
 Everything it does is driven by those commands and by libosdp's own callbacks; the only timing is the
 watcher's 50 ms look at the CP's online and secure-channel state. Lines without the "@@ " prefix (libosdp's
 own log output) are not part of the protocol.
+
+For the HIL rig (Tests/HIL/run) the same peer runs on the host end of QEMU's serial backend instead of a
+pseudo-terminal, and talks through files in the run directory (the guest sees them over 9p):
+  osdp_control_panel.py --socket RUN/osdp.sock --commands RUN/osdp-cp.in --events RUN/osdp-cp.out
+It connects to QEMU's socket chardev (retrying until QEMU has made it), follows the commands file as
+lines are appended, and appends the same "@@ " JSON lines to the events file.
 """
+import argparse
+import socket
 import json
 import os
 import select
@@ -31,12 +39,13 @@ import tty
 from osdp import Channel, Command, ControlPanel, LibFlag, LogLevel, PDInfo
 
 print_lock = threading.Lock()
+event_stream = sys.stdout
 
 
 def emit(**event):
     with print_lock:
-        sys.stdout.write("@@ " + json.dumps(event) + "\n")
-        sys.stdout.flush()
+        event_stream.write("@@ " + json.dumps(event) + "\n")
+        event_stream.flush()
 
 
 class PtyChannel(Channel):
@@ -66,15 +75,48 @@ class PtyChannel(Channel):
         return sent
 
     def flush(self):
-        pass
+        # libosdp calls this before each command: whatever is still unread is stale (a reply the CP gave
+        # up on, or the last answer of a reader from before a restart) and must not pass for the answer.
+        while self.read(4096):
+            pass
+
+
+class SocketChannel(Channel):
+    """A connected stream socket (QEMU's socket chardev for the guest's UART), non-blocking."""
+
+    def __init__(self, sock):
+        super().__init__()
+        self.sock = sock
+        sock.setblocking(False)
+
+    def read(self, max_bytes):
+        try:
+            return self.sock.recv(max_bytes)
+        except (BlockingIOError, OSError):
+            return b""
+
+    def write(self, buf):
+        try:
+            self.sock.sendall(bytes(buf))
+            return len(buf)
+        except OSError:
+            return -1
+
+    def flush(self):
+        while self.read(4096):  # stale input, as for the pseudo-terminal
+            pass
 
 
 class Peer:
-    def __init__(self):
-        self.controller, self.device = os.openpty()
-        tty.setraw(self.device)
-        os.set_blocking(self.controller, False)
-        self.channel = PtyChannel(self.controller)
+    def __init__(self, channel=None):
+        if channel is None:
+            self.controller, self.device = os.openpty()
+            tty.setraw(self.device)
+            os.set_blocking(self.controller, False)
+            channel = PtyChannel(self.controller)
+        else:
+            self.controller = self.device = None
+        self.channel = channel
         self.cp = None
         self.address = 0
         self.watch_stop = None
@@ -152,10 +194,52 @@ class Peer:
         emit(event="submitted", cmd=name, ok=bool(ok))
 
 
+def follow(path):
+    """The lines appended to `path`, as they come (the file is created if missing)."""
+    open(path, "a").close()
+    with open(path) as f:
+        pending = ""
+        while True:
+            chunk = f.readline()
+            if not chunk:
+                time.sleep(0.02)
+                continue
+            pending += chunk
+            if pending.endswith("\n"):
+                yield pending
+                pending = ""
+
+
+def connect(path, timeout=120):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(path)
+            return sock
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def main():
-    peer = Peer()
-    emit(event="ready", device=os.ttyname(peer.device))
-    for line in sys.stdin:
+    global event_stream
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--socket", help="QEMU's socket chardev (instead of a pseudo-terminal)")
+    parser.add_argument("--commands", help="a file to follow for commands (instead of stdin)")
+    parser.add_argument("--events", help="a file to append events to (instead of stdout)")
+    args = parser.parse_args()
+    if args.events:
+        event_stream = open(args.events, "a")
+    if args.socket:
+        peer = Peer(SocketChannel(connect(args.socket)))
+        emit(event="ready", device=args.socket)
+    else:
+        peer = Peer()
+        emit(event="ready", device=os.ttyname(peer.device))
+    for line in (follow(args.commands) if args.commands else sys.stdin):
         line = line.strip()
         if not line:
             continue
@@ -194,8 +278,9 @@ def main():
         except Exception as error:
             emit(event="error", message="%s: %s" % (type(error).__name__, error))
     peer.teardown()
-    os.close(peer.controller)
-    os.close(peer.device)
+    if peer.controller is not None:
+        os.close(peer.controller)
+        os.close(peer.device)
 
 
 if __name__ == "__main__":
