@@ -174,8 +174,9 @@ final class OSDPLinkWorker: @unchecked Sendable {
 
     /// How long one wait for bytes lasts before the clock (offline, TTL) and the stop flag are looked at.
     static let sliceMs = 50.0
-    /// A reply not on the wire this long after the command is abandoned: the panel gave up at 200 ms.
-    static let writeDeadlineMs = 150.0
+    /// A reply must start within the spec's 200 ms; one not on the wire by its own transmit time plus
+    /// this margin is abandoned (discarded), so nothing leaves after the panel has moved on.
+    static let writeMarginMs = 150.0
 
     init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, shared: OSDPShared,
          feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
@@ -230,12 +231,14 @@ final class OSDPLinkWorker: @unchecked Sendable {
 
     private func perform(_ step: OSDPStep) {
         if let reply = step.reply, let port {
-            let deadline = clock().adding(milliseconds: Self.writeDeadlineMs)
+            // 10 bits per character (8N1) at the line's speed, plus the margin.
+            let budgetMs = Double(reply.count * 10) * 1000 / Double(baud) + Self.writeMarginMs
+            let deadline = clock().adding(milliseconds: budgetMs)
             switch port.write(reply, deadline: { deadline }, now: clock) {
             case .sent:
                 break
             case .timedOut(let written):
-                logger.warning("osdp: a reply was not on the wire within \(Int(Self.writeDeadlineMs)) ms (\(written) of \(reply.count) bytes); discarded", rateLimitKey: "osdp-write")
+                logger.warning("osdp: a reply was not on the wire within \(Int(budgetMs)) ms (\(written) of \(reply.count) bytes); discarded", rateLimitKey: "osdp-write")
             case .lost(let e, _):
                 lose("\(device) went away while replying (\(e))")
             case .failed(let e, _):

@@ -416,7 +416,8 @@ public final class OSDPPeripheral {
         let wantedBaud = Int(data[1]) | Int(data[2]) << 8 | Int(data[3]) << 16 | Int(data[4]) << 24
         let current = (address: configuration.address, baud: configuration.baud)
         func keep(_ why: String) {
-            logger.warning("osdp: COMSET to address \(wantedAddress) at \(wantedBaud) baud not applied: \(why); osdp_COM repeats address \(current.address) at \(current.baud) baud")
+            logger.warning("osdp: COMSET to address \(wantedAddress) at \(wantedBaud) baud not applied: \(why); osdp_COM repeats address \(current.address) at \(current.baud) baud",
+                           rateLimitKey: "osdp-comset")
             reply(&x, .com, [current.address] + le32(current.baud))
         }
         guard wantedAddress <= 126 else { return keep("address \(wantedAddress) is not 0 to 126") }
