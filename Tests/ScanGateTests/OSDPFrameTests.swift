@@ -112,3 +112,23 @@ final class OSDPFrameTests: XCTestCase {
         XCTAssertLessThan(events.count, junk.count + 1)
     }
 }
+
+/// The doctor's passive view of a line.
+final class OSDPBusSummaryTests: XCTestCase {
+    func testAddressesSecureCommandsRepliesAndDamage() {
+        var reader = OSDPFrameReader()
+        var summary = OSDPBusSummary()
+        XCTAssertEqual(summary.description, "no traffic from a panel")
+        let chlng = OSDPFrameBuilder.build(address: 5, sequence: 0, crc: true, securityBlock: [3, 0x11, 1], code: 0x76,
+                                           data: [1, 2, 3, 4, 5, 6, 7, 8])
+        let bytes = OSDPTest.bytes("FF530008000460EBAA") + chlng + OSDPTest.bytes("FF5381080004400806") + OSDPTest.bytes("FF530008000460EBAB")
+        summary.add(reader.feed(bytes, at: OSDPTest.t0))
+        XCTAssertEqual(summary.commandsByAddress, [0: 1, 5: 1])
+        XCTAssertEqual(summary.repliesByAddress, [1: 1])
+        XCTAssertEqual(summary.secureCommands, 1)
+        XCTAssertEqual(summary.challenges, 1)
+        XCTAssertEqual(summary.damaged, 1)
+        XCTAssertEqual(summary.description,
+                       "commands for address 0, address 5 (2 in all, 1 with a security block); replies from address 1; 1 damaged frame(s)")
+    }
+}
