@@ -73,9 +73,9 @@ public struct OSDPStep: Equatable, Sendable {
 /// clock passed in. It keeps the link (sequence numbers, the cached last reply), the secure channel and
 /// the reads waiting for a poll. Not thread-safe: one owner (the link thread) calls it.
 ///
-/// - Sequence numbers: 0 resets the link and drops the secure channel. The same number again with the
-///   very same frame is a retry: the cached reply is sent again, byte for byte, and nothing is done
-///   twice (no read sent twice, no LED command played twice). Any other number than the next one
+/// - Sequence numbers: 0 resets the link and drops the secure channel. The very frame answered last,
+///   sent again, is a retry: the cached reply is sent again, byte for byte, and nothing is done twice
+///   (no read sent twice, no LED command played twice). Any other number than the next one
 ///   (1, 2, 3, 1, ...) is NAK 04 and changes nothing; so is a repeated number with a different frame.
 /// - Frames for another address, replies from other PDs and frames with a bad check are never answered.
 ///   Broadcasts (0x7F) are answered from 0xFF.
@@ -210,15 +210,18 @@ public final class OSDPPeripheral {
         let replyAddress = isBroadcast ? (OSDPWire.broadcast | OSDPWire.replyBit) : (configuration.address | OSDPWire.replyBit)
         let sequence = frame.sequence
 
+        // The very frame answered last, again: the panel missed the reply. Send it again, unchanged, and
+        // act on nothing (this holds for sequence 0 too: nothing happened since, so a restart and a retry
+        // leave the same state, and a retried LED command or poll must not play or consume twice).
+        if let cached, cached.command == frame.bytes {
+            framesAnswered += 1
+            return OSDPStep(reply: mark + cached.reply, effects: effects)
+        }
         if sequence == 0 {
             lastSequence = nil
             cached = nil
             if dropChannel() { effects.append(.secureChannel(active: false, detail: "dropped: the panel restarted the link (sequence 0)")) }
         } else if let last = lastSequence, sequence == last {
-            if let cached, cached.command == frame.bytes {
-                framesAnswered += 1
-                return OSDPStep(reply: mark + cached.reply, effects: effects)
-            }
             logger.log(.info, "osdp: sequence \(sequence) repeated with a different command: NAK 04", rateLimitKey: "osdp-seq")
             return OSDPStep(reply: mark + plainNak(.sequence, to: replyAddress, frame: frame), effects: effects)
         }

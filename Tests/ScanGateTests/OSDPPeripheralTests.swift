@@ -55,6 +55,18 @@ final class OSDPPeripheralTests: XCTestCase {
         XCTAssertEqual(OSDPTest.send(pd, poll1), [ack1])
     }
 
+    func testARetriedSequenceZeroCommandIsNotActedOnTwice() throws {
+        let pd = try OSDPTest.peripheral()
+        let led = OSDPFrameBuilder.build(address: 0, sequence: 0, crc: true, code: 0x69,
+                                         data: OSDPTest.bytes("0000" + "00000000000000" + "0101000202"))
+        let first = pd.receive(led, at: OSDPTest.t0)
+        let again = pd.receive(led, at: OSDPTest.at(210))
+        XCTAssertEqual(first.first?.reply, again.first?.reply)
+        XCTAssertEqual(first.flatMap(\.effects).filter { if case .feedback = $0 { return true } else { return false } }.count, 1)
+        XCTAssertEqual(again.flatMap(\.effects), [])
+        XCTAssertEqual(OSDPTest.send(pd, poll1), [ack1], "the link goes on from sequence 0")
+    }
+
     func testOtherAddressesAndOtherPDsRepliesAreNeverAnswered() throws {
         let pd = try OSDPTest.peripheral()
         XCTAssertEqual(OSDPTest.send(pd, "FF530508000460BC89"), [], "a POLL for address 5")
