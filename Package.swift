@@ -82,6 +82,9 @@ let package = Package(
                 swiftSettings: swiftSettings),
         .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
+        // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
+        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine", "COpenSSL"],
+                path: "Sources/Outputs/OSDP", swiftSettings: swiftSettings),
         // Wiegand on two GPIO lines (formats, number mapping, a real-time transmitter) and the panel's LED
         // and beeper inputs.
         .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "CGpiod"],
@@ -91,7 +94,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
-                                                "Stdout", "Serial", "SerialLine", "Wiegand", "Feedback", "GPIO", "Sound"],
+                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Feedback", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
@@ -103,7 +106,7 @@ let package = Package(
         // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
         // scoring, `bench` and `soak`.
         .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
-                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "GPIO", "Feedback", "CShim",
+                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "GPIO", "Feedback", "CShim",
                                               "CZbar", "CZXingShim"],
                 swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
@@ -117,7 +120,9 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "Tools", "App", "CShim"],
+                                   "Tools", "App", "CShim", "OSDP"],
+                    // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
+                    exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17
@@ -129,6 +134,6 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
                           dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
-                                         "Serial", "Wiegand", "Replay", "Simulator"],
+                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

@@ -1,4 +1,5 @@
 import CShim
+import Catalog
 import Core
 #if canImport(Glibc)
 @_exported import Glibc
@@ -7,7 +8,7 @@ import Doctor
 
 /// `scangate COMMAND ...`: dispatches to the commands. Each returns the process exit code.
 public enum ScanGateCommand {
-    public static let version = "0.1.0"
+    public static let version = Catalog.version
 
     static let commands: [(name: String, summary: String, run: @Sendable ([String]) -> Int32)] = [
         ("run", "run the scanning daemon (default command)", RunCommand.run),

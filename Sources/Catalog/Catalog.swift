@@ -7,6 +7,7 @@ import GPIO
 import Serial
 import SerialLine
 import Sound
+import OSDP
 import Stdout
 import Wiegand
 
@@ -37,6 +38,7 @@ public enum Catalog {
             StdoutOutput.component,
             SerialOutput.component(system: seams.serial),
             WiegandOutput.component(calls: seams.gpiodBulk),
+            OSDPOutput.component(system: seams.serial, firmware: firmware, wiegandBits: wiegandBits),
             GPIOFeedback.component(calls: seams.gpiod),
             BeepFeedback.component(calls: seams.alsa),
         ]
@@ -62,4 +64,26 @@ extension Catalog {
 
     /// The options of every section, for `--help`, the config file and check-config.
     public static var optionTable: [OptionSpec] { OptionTable.all }
+}
+
+extension Catalog {
+    /// This build's version as the three bytes osdp_PDID reports (0.1.0 → [0, 1, 0]).
+    public static var firmware: [UInt8] {
+        let parts = version.split(separator: ".").compactMap { UInt8($0) }
+        return Array((parts + [0, 0, 0]).prefix(3))
+    }
+
+    /// ScanGate's version.
+    public static let version = "0.1.0"
+
+    /// osdp-card-format = wiegand: the bits the [wiegand] section's encoder makes of a read.
+    static let wiegandBits: OSDPWiegandBits = { settings in
+        let encoder = WiegandEncoder(settings: settings.effectiveWiegand)
+        return { event in
+            switch encoder.frame(for: event) {
+            case .success(let frame): return .success((1...frame.bits.count).map { frame.bits.bit($0) })
+            case .failure(let refusal): return .failure(OSDPCardRefusal(refusal.reason))
+            }
+        }
+    }
 }

@@ -174,15 +174,21 @@ public final class SerialPort: @unchecked Sendable {
 
     /// Reads what has arrived, up to `maxBytes`, waiting with poll(POLLIN) until something does or
     /// `deadline` passes. `deadline` is asked again on every wait, so a shutdown can shorten it.
+    ///
+    /// The line is in raw mode with VMIN = VTIME = 0, so read(2) returns 0 (not EAGAIN) when nothing is
+    /// waiting. A 0 therefore means "nothing yet", unless poll had just reported the descriptor readable:
+    /// readable with nothing to read is a hang-up (a hung-up tty polls readable and reads 0).
     public func read(maxBytes: Int, deadline: () -> MonotonicInstant, now: () -> MonotonicInstant) -> ReadOutcome {
         var buffer = [UInt8](repeating: 0, count: max(1, maxBytes))
+        var pollSaidReadable = false
         while true {
             let result = buffer.withUnsafeMutableBytes { system.read(fd, into: $0) }
             switch result {
+            case .success(0) where pollSaidReadable:
+                return .lost(.ioError)  // hang-up: the other end of a pty closed, or the device went
             case .success(let n) where n > 0:
                 return .bytes(Array(buffer[0..<n]))
             case .success, .failure(.wouldBlock):
-                // Raw mode reads with VMIN 0 return 0 when nothing waits; a hang-up shows as EIO or POLLHUP.
                 let remaining = deadline().milliseconds(since: now())
                 guard remaining > 0 else { return .timedOut }
                 let slice = Int32(min(remaining, SerialPort.pollSliceMilliseconds).rounded(.up))
@@ -191,6 +197,7 @@ public final class SerialPort: @unchecked Sendable {
                     if revents & Int16(POLLIN) == 0, revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                         return .lost(.ioError)
                     }
+                    pollSaidReadable = revents & Int16(POLLIN) != 0
                 case .failure(let e):
                     return e.meansDeviceGone ? .lost(e) : .failed(e)
                 }

@@ -25,6 +25,7 @@ enum FuzzTargets {
         FuzzTarget(name: "labelunwarp", summary: "LabelUnwarp.flatten (decode-image's flattened-label pass)",
                    run: DecodingFuzz.labelUnwarp),
         FuzzTarget(name: "wiegand", summary: "WiegandEncoder: wiegand-map, facility, over-range and formats", run: WiegandFuzz.run),
+        FuzzTarget(name: "osdp", summary: "OSDP reader: frame reader, secure channel, PD state machine", run: OSDPFuzz.run),
     ]
 
     static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

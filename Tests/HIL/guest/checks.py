@@ -17,6 +17,7 @@ import driver_checks  # noqa: E402,F401  (registers its checks)
 import scangate_checks  # noqa: E402,F401
 import wiegand_checks  # noqa: E402,F401
 import stop_checks  # noqa: E402,F401
+import osdp_checks  # noqa: E402,F401
 
 
 def main():

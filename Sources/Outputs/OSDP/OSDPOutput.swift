@@ -1,0 +1,346 @@
+import Core
+import Platform
+import SerialLine
+import Synchronization
+import Settings
+
+/// ScanGate as an OSDP reader: the door output that answers a panel's polls on a serial line.
+///
+/// Owns the `SerialPort` and one `PosixThread` (the link thread, "osdp-link"). That thread alone owns
+/// the PD state machine (`OSDPPeripheral`): it reads the line, feeds the bytes in, writes each reply
+/// (bounded by a write deadline), switches address and speed after an osdp_COM reply is on the wire,
+/// reopens a port that vanished (backoff 100 ms doubling to 5 s) and closes the port at `close`. It never
+/// waits on the decode queue: `offer` only appends to a small locked inbox that the thread drains before
+/// each command, so a poll is answered in well under the spec's 200 ms while a frame is being decoded.
+///
+/// The panel's LED and buzzer commands go to `feedback` as `.command(...)` with origin "osdp"; the
+/// panel polling or not goes to `linkObserver` (on a change only).
+public final class OSDPOutput: DoorOutput, HealthReporting {
+    public let name = "osdp"
+    private let settings: OSDPSettings
+    private let shared: OSDPShared
+    private let logger: Logger
+    private let wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)?
+    private let thread: PosixThread
+
+    /// Builds the PD from the settings, the key file and the state file (errors name the file or option),
+    /// and starts the link thread. A port that cannot be opened now is logged and retried in the
+    /// background: it never stops scanning.
+    ///
+    /// - `features`: what the feedback hardware can show, for a truthful osdp_PDCAP.
+    /// - `wiegandBits`: the Wiegand output's encoder, needed for `osdp-card-format = wiegand`.
+    /// - `firmware`: major, minor, build for osdp_PDID.
+    public init(settings: OSDPSettings, features: OSDPReaderFeatures, feedback: FeedbackSink,
+                linkObserver: ControllerLinkObserver, logger: Logger, firmware: [UInt8] = [0, 0, 0],
+                wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)? = nil,
+                system: SerialSystemCalls = GlibcSerialSystemCalls(),
+                clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
+                machineIDPath: String = "/etc/machine-id") throws(UsageError) {
+        guard let device = settings.device else { throw UsageError("osdp: no device set (osdp = /dev/ttyUSB0 ...)") }
+        if settings.cardFormat == .wiegand && wiegandBits == nil {
+            throw UsageError("osdp-card-format = wiegand needs the Wiegand encoder: configure the [wiegand] format, or use osdp-card-format = raw")
+        }
+        let startup = try OSDPStartup.resolve(settings, features: features, firmware: firmware, machineIDPath: machineIDPath)
+        for note in startup.notes { logger.notice(note) }
+        let store = OSDPFileStore(keyPath: settings.scbkFile, statePath: settings.stateFile,
+                                  state: startup.persisted ?? OSDPPersistedState())
+        let peripheral: OSDPPeripheral
+        do throws(OSDPCryptoError) {
+            peripheral = try OSDPPeripheral(configuration: startup.configuration, store: store, logger: logger, now: clock())
+        } catch {
+            throw UsageError("osdp: \(error)")
+        }
+        self.settings = settings
+        self.logger = logger
+        self.wiegandBits = wiegandBits
+        let shared = OSDPShared(health: ComponentHealth(name: "osdp", state: .down, detail: "\(device): not open yet"))
+        self.shared = shared
+        let worker = OSDPLinkWorker(device: device, settings: settings, baud: startup.configuration.baud,
+                                    peripheral: peripheral, shared: shared, feedback: feedback,
+                                    linkObserver: linkObserver, logger: logger, system: system, clock: clock)
+        do throws(SystemError) {
+            thread = try PosixThread(name: "osdp-link") { worker.run() }
+        } catch {
+            throw UsageError("osdp: cannot start the link thread: \(error)")
+        }
+    }
+
+    /// Called on the decode queue: refuses what OSDP cannot carry, queues the rest for the next poll.
+    public func offer(_ event: ReadEvent) -> OutputOffer {
+        let read: OSDPCardRead
+        switch settings.cardFormat {
+        case .raw:
+            let bytes = event.doorData
+            guard !bytes.isEmpty else { return .refused(reason: "osdp: an empty payload has no card data") }
+            guard bytes.count <= settings.maxCardBytes else {
+                return .refused(reason: "osdp: \(bytes.count) bytes, more than osdp-max-card-bytes (\(settings.maxCardBytes)); panels built on libosdp cannot decode a longer osdp_RAW")
+            }
+            read = .raw(seq: event.seq, bytes: bytes, emittedAt: event.emittedAt)
+        case .wiegand:
+            guard let wiegandBits else { return .refused(reason: "osdp: no Wiegand encoder") }
+            switch wiegandBits(event) {
+            case .failure(let refusal):
+                return .refused(reason: "osdp (wiegand): \(refusal.reason)")
+            case .success(let bits):
+                guard !bits.isEmpty, bits.count <= settings.maxCardBytes * 8 else {
+                    return .refused(reason: "osdp (wiegand): \(bits.count) bits, outside 1 to \(settings.maxCardBytes * 8) (osdp-max-card-bytes)")
+                }
+                read = .wiegand(seq: event.seq, bits: bits, emittedAt: event.emittedAt)
+            }
+        }
+        guard shared.offer(read) else { return .refused(reason: "osdp: the output is closing") }
+        return .taken
+    }
+
+    public var health: ComponentHealth { shared.health }
+
+    /// Stops the link thread (it answers nothing more), closes the port and drops reads still waiting
+    /// (logged). Returns by `deadline` even if the thread is stuck in a driver call.
+    public func close(deadline: MonotonicInstant) {
+        guard shared.requestStop() else { return }
+        while !shared.finished && MonotonicInstant.now() < deadline { sleepThread(milliseconds: 2) }
+        if shared.finished {
+            thread.join()
+        } else {
+            logger.warning("osdp: the link thread did not stop by the close deadline; leaving it")
+        }
+    }
+
+    deinit { close(deadline: MonotonicInstant.now().adding(milliseconds: 1000)) }
+}
+
+/// What the decode queue, health readers and the link thread share, behind one lock.
+final class OSDPShared: Sendable {
+    private struct State {
+        var inbox: [OSDPCardRead] = []
+        var stopping = false
+        var finished = false
+        var health: ComponentHealth
+    }
+    private let state: Mutex<State>
+
+    init(health: ComponentHealth) { state = Mutex(State(health: health)) }
+
+    /// False once closing began.
+    func offer(_ read: OSDPCardRead) -> Bool {
+        state.withLock { s in
+            guard !s.stopping else { return false }
+            s.inbox.append(read)
+            return true
+        }
+    }
+
+    func takeInbox() -> [OSDPCardRead] {
+        state.withLock { s in
+            defer { s.inbox.removeAll() }
+            return s.inbox
+        }
+    }
+
+    /// False if already requested.
+    func requestStop() -> Bool {
+        state.withLock { s in
+            guard !s.stopping else { return false }
+            s.stopping = true
+            return true
+        }
+    }
+
+    var stopping: Bool { state.withLock { $0.stopping } }
+    var finished: Bool { state.withLock { $0.finished } }
+    func markFinished() { state.withLock { $0.finished = true } }
+
+    var health: ComponentHealth { state.withLock { $0.health } }
+    func updateHealth(_ change: (inout ComponentHealth) -> Void) { state.withLock { change(&$0.health) } }
+}
+
+/// The link thread's state. Created by `OSDPOutput.init` and handed to the thread, which is from then on
+/// its only user (hence @unchecked Sendable).
+final class OSDPLinkWorker: @unchecked Sendable {
+    private let device: String
+    private let settings: OSDPSettings
+    private var baud: Int
+    private let peripheral: OSDPPeripheral
+    private let shared: OSDPShared
+    private let feedback: FeedbackSink
+    private let linkObserver: ControllerLinkObserver
+    private let logger: Logger
+    private let system: SerialSystemCalls
+    private let clock: @Sendable () -> MonotonicInstant
+    private var port: SerialPort?
+    private var backoffMs = 100.0
+    private var nextOpenAt: MonotonicInstant
+    private var online = false
+    private var secure = false
+
+    /// How long one wait for bytes lasts before the clock (offline, TTL) and the stop flag are looked at.
+    static let sliceMs = 50.0
+    /// A reply must start within the spec's 200 ms; one not on the wire by its own transmit time plus
+    /// this margin is abandoned (discarded), so nothing leaves after the panel has moved on.
+    static let writeMarginMs = 150.0
+
+    init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, shared: OSDPShared,
+         feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
+         clock: @escaping @Sendable () -> MonotonicInstant) {
+        self.device = device
+        self.settings = settings
+        self.baud = baud
+        self.peripheral = peripheral
+        self.shared = shared
+        self.feedback = feedback
+        self.linkObserver = linkObserver
+        self.logger = logger
+        self.system = system
+        self.clock = clock
+        self.nextOpenAt = clock()
+    }
+
+    func run() {
+        while !shared.stopping {
+            let now = clock()
+            dispatch(peripheral.tick(at: now))
+            guard let port else {
+                if now >= nextOpenAt { open(at: now) } else { sleepThread(milliseconds: min(Self.sliceMs, nextOpenAt.milliseconds(since: now))) }
+                continue
+            }
+            ingest()
+            let sliceEnd = now.adding(milliseconds: Self.sliceMs)
+            let shared = self.shared
+            switch port.read(maxBytes: 2048, deadline: { shared.stopping ? MonotonicInstant(nanoseconds: 0) : sliceEnd }, now: clock) {
+            case .bytes(let bytes):
+                ingest()
+                for step in peripheral.receive(bytes, at: clock()) { perform(step) }
+            case .timedOut:
+                continue
+            case .lost(let e):
+                lose("\(device) went away (\(e))")
+            case .failed(let e):
+                lose("reading \(device) failed (\(e))")
+            }
+        }
+        let left = peripheral.pendingReads + shared.takeInbox().count
+        if left > 0 { logger.warning("osdp: closing with \(left) read(s) not polled by the panel; they are dropped") }
+        port?.close()
+        port = nil
+        shared.updateHealth { $0.state = .down; $0.detail = "\(self.device): closed" }
+        shared.markFinished()
+    }
+
+    private func ingest() {
+        for read in shared.takeInbox() { dispatch(peripheral.enqueue(read)) }
+    }
+
+    private func perform(_ step: OSDPStep) {
+        if let reply = step.reply, let port {
+            // 10 bits per character (8N1) at the line's speed, plus the margin.
+            let budgetMs = Double(reply.count * 10) * 1000 / Double(baud) + Self.writeMarginMs
+            let deadline = clock().adding(milliseconds: budgetMs)
+            switch port.write(reply, deadline: { deadline }, now: clock) {
+            case .sent:
+                break
+            case .timedOut(let written):
+                logger.warning("osdp: a reply was not on the wire within \(Int(budgetMs)) ms (\(written) of \(reply.count) bytes); discarded", rateLimitKey: "osdp-write")
+            case .lost(let e, _):
+                lose("\(device) went away while replying (\(e))")
+            case .failed(let e, _):
+                lose("writing to \(device) failed (\(e))")
+            }
+        }
+        dispatch(step.effects)
+    }
+
+    private func dispatch(_ effects: [OSDPEffect]) {
+        for effect in effects {
+            switch effect {
+            case .feedback(let command):
+                feedback.play(.command(command), origin: "osdp")
+            case .text(let text):
+                logger.info("osdp: TEXT from the panel (this reader has no display): \"\(Logger.escape(text))\"")
+            case .readSent(let seq):
+                logger.debug("osdp: read #\(seq) sent in osdp_RAW")
+                shared.updateHealth { $0.sent += 1 }
+            case .readDropped(let seq, let reason):
+                logger.warning("osdp: read #\(seq) dropped: \(reason)")
+                let now = WallClock.nowNanoseconds()
+                shared.updateHealth {
+                    $0.errors += 1
+                    $0.lastError = "read #\(seq) dropped: \(reason)"
+                    $0.lastErrorAt = now
+                }
+            case .link(let online, let detail):
+                self.online = online
+                logger.notice("osdp: panel \(online ? "online" : "offline"): \(detail)")
+                linkObserver.controllerLink("osdp", online: online, detail: detail)
+                refreshHealth()
+            case .secureChannel(let active, let detail):
+                secure = active
+                logger.info("osdp: secure channel \(detail)")
+                refreshHealth()
+            case .switchLink(let address, let newBaud):
+                switchLink(address: address, baud: newBaud)
+            case .keyInstalled:
+                refreshHealth()
+            }
+        }
+    }
+
+    private func open(at now: MonotonicInstant) {
+        let line = SerialLineConfig(baud: SerialBaudRate(baud) ?? .default9600, rs485: settings.rs485)
+        do throws(SystemError) {
+            port = try SerialPort.open(path: device, line: line, system: system)
+            backoffMs = 100
+            peripheral.resetReader()
+            logger.info("osdp: listening on \(device) (\(port?.lineDescription ?? "")) as address \(peripheral.address)")
+            refreshHealth()
+        } catch {
+            logger.warning("osdp: \(error); retrying in \(Int(backoffMs)) ms", rateLimitKey: "osdp-open")
+            let text = "\(error)"
+            shared.updateHealth {
+                $0.state = .down
+                $0.detail = "\(self.device): not open"
+                $0.lastError = text
+                $0.lastErrorAt = WallClock.nowNanoseconds()
+            }
+            nextOpenAt = now.adding(milliseconds: backoffMs)
+            backoffMs = min(backoffMs * 2, 5000)
+        }
+    }
+
+    private func lose(_ why: String) {
+        logger.warning("osdp: \(why); reopening")
+        port?.close()
+        port = nil
+        nextOpenAt = clock().adding(milliseconds: backoffMs)
+        backoffMs = min(backoffMs * 2, 5000)
+        shared.updateHealth {
+            $0.state = .down
+            $0.detail = "\(self.device): lost"
+            $0.lastError = why
+            $0.lastErrorAt = WallClock.nowNanoseconds()
+        }
+    }
+
+    /// After an osdp_COM reply went out: the new speed needs the port reopened.
+    private func switchLink(address: UInt8, baud newBaud: Int) {
+        logger.notice("osdp: now address \(address) at \(newBaud) baud (COMSET)")
+        guard newBaud != baud else { return refreshHealth() }
+        baud = newBaud
+        port?.close()
+        port = nil
+        nextOpenAt = clock()
+        open(at: clock())
+    }
+
+    private func refreshHealth() {
+        let isOpen = port != nil
+        let required = settings.secure == .required
+        let detail = "\(device) \(port?.lineDescription ?? "\(baud) baud"), address \(peripheral.address), "
+            + (online ? "panel polling" : "panel not polling") + (secure ? ", secure channel up" : ", no secure channel")
+            + (peripheral.installMode ? ", install mode" : "")
+        let state: ComponentHealth.State = !isOpen ? .down : (online && (secure || !required)) ? .ok : .degraded
+        shared.updateHealth {
+            $0.state = state
+            $0.detail = detail
+        }
+    }
+}

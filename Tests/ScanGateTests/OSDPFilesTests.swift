@@ -1,0 +1,214 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import XCTest
+@testable import Core
+@testable import OSDP
+import Platform
+import Settings
+
+/// The key file's checks, the atomic writes, the state file, and how start-up combines them.
+final class OSDPFilesTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws { dir = try TestFiles.temporaryDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+
+    func writeKey(_ text: String, mode: mode_t = 0o600, name: String = "scbk") throws -> String {
+        let path = dir + "/" + name
+        try TestFiles.write(text, to: path)
+        XCTAssertEqual(chmod(path, mode), 0)
+        return path
+    }
+
+    func error<T>(_ body: () throws -> T) -> String {
+        do {
+            _ = try body()
+            return "no error"
+        } catch let error as UsageError {
+            return error.message
+        } catch {
+            return "unexpected \(error)"
+        }
+    }
+
+    func testAKeyFileIsReadWhenItIsPrivate() throws {
+        let path = try writeKey("00112233445566778899aabbccddeeff\n")
+        XCTAssertEqual(try OSDPFiles.loadKey(path)?.bytes, OSDPTest.bytes("00112233445566778899AABBCCDDEEFF"))
+        XCTAssertNil(try OSDPFiles.loadKey(dir + "/missing"), "a missing file is no key, not an error")
+    }
+
+    func testAKeyFileOthersCanReadIsRefusedWithTheFix() throws {
+        let path = try writeKey("00112233445566778899aabbccddeeff", mode: 0o644)
+        XCTAssertEqual(error { try OSDPFiles.loadKey(path) },
+                       "osdp-scbk-file \(path): mode 0644 lets group or others read the key; run: chmod 600 \(path)")
+    }
+
+    func testAKeyFileOwnedBySomeoneElseIsRefused() throws {
+        let path = try writeKey("00112233445566778899aabbccddeeff")
+        XCTAssertEqual(geteuid(), 0, "this check needs root to give the file away (the test machine runs as root)")
+        XCTAssertEqual(chown(path, 65534, 65534), 0)
+        let message = error { try OSDPFiles.loadKey(path) }
+        XCTAssertEqual(message, "osdp-scbk-file \(path): owned by nobody (uid 65534), but ScanGate runs as root (uid 0); run: chown root \(path)")
+    }
+
+    func testASymbolicLinkAndBadContentAreRefused() throws {
+        let real = try writeKey("00112233445566778899aabbccddeeff")
+        let link = dir + "/link"
+        XCTAssertEqual(symlink(real, link), 0)
+        XCTAssertEqual(error { try OSDPFiles.loadKey(link) },
+                       "osdp-scbk-file \(link): is a symbolic link; point osdp-scbk-file at the key file itself")
+        for text in ["0011", "00112233445566778899aabbccddeeff00", "zz112233445566778899aabbccddeeff", ""] {
+            let path = try writeKey(text, name: "bad")
+            XCTAssertEqual(error { try OSDPFiles.loadKey(path) },
+                           "osdp-scbk-file \(path): must hold the 16-byte key as 32 hex digits (e.g. made with: openssl rand -hex 16)", text)
+        }
+    }
+
+    func testKeysetWritesTheKeyAtomicallyAndPrivately() throws {
+        let keyPath = dir + "/scbk", statePath = dir + "/state"
+        _ = try writeKey("00112233445566778899aabbccddeeff")
+        let store = OSDPFileStore(keyPath: keyPath, statePath: statePath, state: OSDPPersistedState(address: 3, baud: 19200))
+        let key = try XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF)))
+        try store.installKey(key, check: [1, 2, 3])
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath), key, "readable by the same checks the daemon uses at start")
+        var info = stat()
+        XCTAssertEqual(stat(keyPath, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(), ["scbk", "state"], "no temporary file left")
+        XCTAssertEqual(try OSDPPersistedState.load(statePath),
+                       OSDPPersistedState(address: 3, baud: 19200, installedKeyCheck: [1, 2, 3]), "the state kept what it had")
+    }
+
+    func testAFailedWriteLeavesTheOldFileWhole() throws {
+        let keyPath = dir + "/scbk"
+        _ = try writeKey("00112233445566778899aabbccddeeff")
+        // A temporary file that is already there (O_EXCL) makes the write fail before the rename.
+        let (directory, name) = OSDPFiles.split(keyPath)
+        try TestFiles.write("junk", to: "\(directory)/.\(name).tmp-\(getpid())")
+        let store = OSDPFileStore(keyPath: keyPath, statePath: dir + "/state", state: OSDPPersistedState())
+        XCTAssertThrowsError(try store.installKey(XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF))), check: [1, 2, 3]))
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath)?.bytes, OSDPTest.bytes("00112233445566778899AABBCCDDEEFF"))
+    }
+
+    func testTheStateFileRoundTripsAndBadLinesNameTheFileAndLine() throws {
+        let path = dir + "/state"
+        let state = OSDPPersistedState(address: 126, baud: 230400, installedKeyCheck: [0xAB, 0xCD, 0xEF])
+        try OSDPFiles.writeAtomically(Array(state.text.utf8), to: path, mode: 0o644)
+        XCTAssertEqual(try OSDPPersistedState.load(path), state)
+        XCTAssertNil(try OSDPPersistedState.load(dir + "/none"))
+        try TestFiles.write("# comment\naddress=127\n", to: path)
+        XCTAssertEqual(error { try OSDPPersistedState.load(path) },
+                       "osdp-state-file \(path) line 2: address must be 0 to 126 (delete the file to start from the configuration)")
+        try TestFiles.write("baud=2400\n", to: path)
+        XCTAssertTrue(error { try OSDPPersistedState.load(path) }.contains("line 1: baud must be one of 9600, 19200, 38400, 57600, 115200, 230400"))
+        try TestFiles.write("colour=red\n", to: path)
+        XCTAssertTrue(error { try OSDPPersistedState.load(path) }.contains("unknown key 'colour'"))
+    }
+
+    // MARK: - Start-up
+
+    func settings() -> OSDPSettings {
+        var s = OSDPSettings()
+        s.device = "/dev/null"
+        s.scbkFile = dir + "/scbk"
+        s.stateFile = dir + "/state"
+        s.serial = 7
+        return s
+    }
+
+    func testRequiredSecureChannelWithoutAKeyIsAnErrorThatSaysWhatToDo() throws {
+        let s = settings()
+        XCTAssertEqual(error { try OSDPStartup.resolve(s, features: OSDPTest.features) },
+                       "osdp-scbk-file \(dir)/scbk: does not exist; osdp-secure = required needs the panel's key there (32 hex digits, chmod 600, owned by the service user), or set osdp-install-mode = yes to let the panel install one")
+        var install = s
+        install.installMode = true
+        let startup = try OSDPStartup.resolve(install, features: OSDPTest.features)
+        XCTAssertTrue(startup.configuration.installMode)
+        XCTAssertNil(startup.configuration.key)
+    }
+
+    func testTheStateFileOverridesAddressAndBaud() throws {
+        var s = settings()
+        s.secure = .off
+        try TestFiles.write("address=5\nbaud=38400\n", to: s.stateFile)
+        let startup = try OSDPStartup.resolve(s, features: OSDPTest.features)
+        XCTAssertEqual(startup.configuration.address, 5)
+        XCTAssertEqual(startup.configuration.baud, 38400)
+        XCTAssertEqual(startup.notes.count, 2)
+    }
+
+    func testInstallModeIsNotEnteredAgainForTheKeyAPanelInstalled() throws {
+        var s = settings()
+        s.installMode = true
+        let keyPath = try writeKey("00112233445566778899aabbccddeeff")
+        let key = try XCTUnwrap(try OSDPFiles.loadKey(keyPath))
+        let check = Array(try AES128().encryptBlock([UInt8](repeating: 0, count: 16), key: key).prefix(3))
+        try TestFiles.write("installed-key-check=\(Hex.string(check))\n", to: s.stateFile)
+        let startup = try OSDPStartup.resolve(s, features: OSDPTest.features)
+        XCTAssertFalse(startup.configuration.installMode)
+        XCTAssertEqual(startup.configuration.key, key)
+        XCTAssertTrue(startup.notes.first?.contains("delete that file to enrol the reader again") ?? false, "\(startup.notes)")
+        // A key put there by hand (another check value) leaves install mode on.
+        try TestFiles.write("installed-key-check=000000\n", to: s.stateFile)
+        XCTAssertTrue(try OSDPStartup.resolve(s, features: OSDPTest.features).configuration.installMode)
+    }
+
+    func testTheDefaultSerialIsAHashOfTheMachineID() throws {
+        let path = dir + "/machine-id"
+        try TestFiles.write("0123456789abcdef0123456789abcdef\n", to: path)
+        let serial = try OSDPIdentity.serial(fromMachineID: path)
+        XCTAssertEqual(serial, try OSDPIdentity.serial(fromMachineID: path), "stable")
+        XCTAssertNotEqual(serial, 0x01234567, "not the machine ID itself")
+        try TestFiles.write("not an id", to: path)
+        XCTAssertTrue(error { try OSDPIdentity.serial(fromMachineID: path) }.contains("set osdp-serial"))
+        XCTAssertNoThrow(try OSDPIdentity.serial(fromMachineID: "/etc/machine-id"))
+    }
+}
+
+/// `OSDPSettings.validate()`: each error names the option and what is allowed.
+final class OSDPSettingsTests: XCTestCase {
+    func message(_ change: (inout OSDPSettings) -> Void) -> String {
+        var s = OSDPSettings()
+        s.device = "/dev/ttyUSB0"
+        change(&s)
+        do throws(UsageError) {
+            try s.validate()
+            return "valid"
+        } catch {
+            return error.message
+        }
+    }
+
+    func testDefaultsAreValidAndOSDPOffNeedsNothing() {
+        XCTAssertEqual(message { _ in }, "valid")
+        var off = OSDPSettings()
+        off.address = 500
+        XCTAssertNoThrow(try off.validate(), "no device: OSDP is off and its options are not looked at")
+        let d = OSDPSettings()
+        XCTAssertEqual(d.address, 0)
+        XCTAssertEqual(d.baud, 9600)
+        XCTAssertEqual(d.secure, .required)
+        XCTAssertEqual(d.maxCardBytes, 64)
+        XCTAssertEqual(d.offlineAfterMs, 8000)
+        XCTAssertEqual(d.cardFormat, .raw)
+    }
+
+    func testEachBadValueNamesItsOption() {
+        XCTAssertEqual(message { $0.address = 127 }, "osdp-address: 127 is not an OSDP address (0 to 126; 127 is the broadcast address)")
+        XCTAssertEqual(message { $0.baud = 4800 }, "osdp-baud: 4800 is not an OSDP speed (9600, 19200, 38400, 57600, 115200, 230400)")
+        XCTAssertEqual(message { $0.installMode = true; $0.secure = .off },
+                       "osdp-install-mode = yes needs the secure channel: set osdp-secure = required or optional")
+        XCTAssertEqual(message { $0.maxCardBytes = 0 },
+                       "osdp-max-card-bytes: 0 is out of range (1 to 1000; 64 is what libosdp's panel accepts)")
+        XCTAssertEqual(message { $0.vendorCode = 0x1000000 }, "osdp-vendor-code: 16777216 does not fit 24 bits (0 to 16777215, 0xFFFFFF)")
+        XCTAssertEqual(message { $0.model = 256 }, "osdp-model: 256 is out of range (0 to 255)")
+        XCTAssertEqual(message { $0.ttlMs = 50 }, "osdp-ttl-ms: 50 is out of range (100 to 600000)")
+        XCTAssertEqual(message { $0.offlineAfterMs = 10 },
+                       "osdp-offline-after-ms: 10 is out of range (1000 to 600000; the spec's value is 8000)")
+        XCTAssertEqual(message { $0.stateFile = $0.scbkFile },
+                       "osdp-state-file and osdp-scbk-file are both /var/lib/scangate/osdp-scbk: give them different paths")
+        XCTAssertEqual(message { $0.device = "" }, "osdp: the device path is empty (use e.g. /dev/ttyUSB0 or /dev/serial/by-id/...)")
+    }
+}
