@@ -68,23 +68,29 @@ let package = Package(
                                                "Serial", "GPIO", "Sound", "Camera", "Simulator", "Replay",
                                                "CInih"],
                 swiftSettings: swiftSettings),
+        // Signed, time-limited passes (JWT, CWT) verified offline: libcrypto wrappers, key files, the
+        // one-time-use store, the synced-clock check, and the ReadPolicy that judges a read.
+        .target(name: "Credentials", dependencies: ["Core", "Platform", "CShim", "COpenSSL"],
+                swiftSettings: swiftSettings),
         // systemd integration: sd_notify, watchdog.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
         .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs", "Serial", "GPIO"],
+                                              "Outputs", "Serial", "GPIO", "Credentials"],
                 swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
                                             "Decoding", "Debounce", "Pipeline", "Outputs", "Serial",
-                                            "GPIO", "Sound", "Config", "Service", "Bench"],
+                                            "GPIO", "Sound", "Config", "Service", "Bench", "Credentials"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
-                                   "Service", "App", "Bench", "CShim"],
+                                   "Service", "App", "Bench", "CShim", "Credentials"],
+                    // Independent issuers and verifiers (Python, from .build/venv) that the tests run.
+                    exclude: ["Peers"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17
@@ -95,6 +101,7 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial",
+                                         "Credentials"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }
