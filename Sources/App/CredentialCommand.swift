@@ -253,7 +253,10 @@ enum CredentialCommand {
             var payloads: [[UInt8]] = texts.map { Array($0.utf8) }
             for file in images { payloads += try decodeImage(file) }
             // Warnings (the clock, the replay store) go to stderr; each pass's verdict goes to stdout.
-            let logger = Logger(level: .warning)
+            let logger = Logger(level: .warning) { line in
+                // "<4>message" from the logger; on a terminal: "scangate: message".
+                Logger.writeToStderr("scangate: " + (line.hasPrefix("<") ? String(line.dropFirst(3)) : line))
+            }
             let policy: CredentialPolicy
             do throws(UsageError) {
                 policy = try CredentialPolicy.make(settings: settings, logger: logger)

@@ -85,6 +85,8 @@ public final class ReplayStore: Sendable {
         var entries: [ReplayKey: Int64]
         /// Set after a failure that leaves the file's state unknown; every consume then fails.
         var broken: String?
+        /// Appends since expired entries were last dropped from `entries`.
+        var appendsSincePrune = 0
     }
 
     /// What a consume did.
@@ -162,7 +164,10 @@ public final class ReplayStore: Sendable {
             s.knownSize += Self.recordSize
             s.records += 1
             s.entries[key] = expiresAt
-            if s.records >= 2 * max(s.entries.count, 128) {
+            s.appendsSincePrune += 1
+            // Expired entries are dropped every 256 appends (a pass of the whole dictionary), and the file
+            // is rewritten once expired records outnumber live ones.
+            if s.appendsSincePrune >= 256 {
                 Self.prune(&s, now: now)
                 if Self.shouldCompact(records: s.records, live: s.entries.count) { _ = Self.compact(path, &s) }
             }
@@ -346,6 +351,7 @@ public final class ReplayStore: Sendable {
 
     static func prune(_ s: inout State, now: Int64) {
         s.entries = s.entries.filter { $0.value > now }
+        s.appendsSincePrune = 0
     }
 
     static func shouldCompact(records: Int, live: Int) -> Bool {
