@@ -118,6 +118,28 @@ final class CredentialReplayStoreTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".tmp"))
     }
 
+    func testAKillDuringCompactionLeavesTheOldFile() throws {
+        // A compaction killed before its rename leaves PATH.tmp beside the intact store.
+        do {
+            let store = try ReplayStore(path: path, now: now)
+            XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .fresh)
+        }
+        try TestFiles.write(bytes: ReplayStore.record(try key(9), now + 60).prefix(20) + [1, 2, 3], to: path + ".tmp")
+        let store = try ReplayStore(path: path, now: now)
+        XCTAssertEqual(store.liveEntries, 1)
+        XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .replayed)
+        XCTAssertEqual(store.consume(try key(9), expiresAt: now + 60, now: now), .fresh)
+        // The next compaction writes the temp file afresh.
+        var s = 0
+        for n in 100..<800 { if store.consume(try key(n), expiresAt: now + 1, now: now) == .fresh { s += 1 } }
+        XCTAssertEqual(s, 700)
+        XCTAssertEqual(store.consume(try key(2000), expiresAt: now + 60, now: now + 5), .fresh)
+        for n in 3000..<3300 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 60, now: now + 5), .fresh) }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".tmp"))
+        let reopened = try ReplayStore(path: path, now: now + 5)
+        XCTAssertEqual(reopened.liveEntries, 303)
+    }
+
     func testAFailingWriteRefusesThePassAndLeavesTheFileAligned() throws {
         let store = try ReplayStore(path: path, now: now)
         XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .fresh)
