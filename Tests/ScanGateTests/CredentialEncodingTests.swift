@@ -1,3 +1,4 @@
+import Core
 @testable import Credentials
 import XCTest
 
@@ -105,6 +106,18 @@ final class CredentialEncodingTests: XCTestCase {
         XCTAssertEqual(CBORValue.int(24).encoded, [0x18, 0x18])
         XCTAssertEqual(CBORValue.int(-8).encoded, [0x27])
         XCTAssertEqual(CBORValue.int(1_796_000_000).encoded, [0x1A, 0x6B, 0x0C, 0xC9, 0x00])
+    }
+
+    func testFuzzFindHugeFloatClaimRendersAsJSON() throws {
+        // cose fuzz find (Tests/Fuzz/corpus/cose/huge-float-claim): a claim of -8.99e307 was written as
+        // "-inf" by JSONText.number (it scales by 1000 first), so the claims JSON did not parse.
+        let input = hexBytes("a20aa204fbffdfffff3dffffff330020a233332e33")
+        let claims = try TokenParser.claims(input, format: .cwt).get()
+        let parsed = try JSONValue.parse(claims.json)
+        XCTAssertEqual(parsed["10"]?["exp"]?.numberValue?.double, Double(bitPattern: 0xFFDF_FFFF_3DFF_FFFF))
+        XCTAssertEqual(COSESign1.json(.float(1e300)), "1e+300")
+        XCTAssertEqual(COSESign1.json(.float(.nan)), "null")
+        XCTAssertEqual(COSESign1.json(.float(1.5)), "1.5")
     }
 
     func testCRC32CheckValue() {

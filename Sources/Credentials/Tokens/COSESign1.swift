@@ -213,7 +213,10 @@ public enum COSESign1 {
         case .tagged(let tag, let v): return JSONText.object([("tag", String(tag)), ("value", json(v))])
         case .bool(let b): return b ? "true" : "false"
         case .null, .undefined: return "null"
-        case .float(let d): return JSONText.number(d, decimals: 3)
+        case .float(let d):
+            // JSONText.number scales by 1000 before rounding, which overflows to "inf" above ~1.8e305.
+            guard d.isFinite else { return "null" }
+            return abs(d) < 1e15 ? JSONText.number(d, decimals: 3) : String(d)
         }
     }
 }

@@ -22,6 +22,10 @@ enum FuzzTargets {
         FuzzTarget(name: "logescape", summary: "Logger.escape(bytes:) and Logger.escape(_:)", run: OutputFuzz.logEscape),
         FuzzTarget(name: "labelunwarp", summary: "LabelUnwarp.flatten (decode-image's flattened-label pass)",
                    run: DecodingFuzz.labelUnwarp),
+        FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws),
+        FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
+        FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose),
+        FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
     ]
 
     static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
