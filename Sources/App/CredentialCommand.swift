@@ -202,7 +202,6 @@ enum CredentialCommand {
     static func verify(_ arguments: [String]) -> Int32 {
         var settings = CredentialSettings()
         settings.format = .any
-        settings.replayStore = CredentialSettings().replayStore
         var texts: [String] = []
         var images: [String] = []
         var fromStdin = false

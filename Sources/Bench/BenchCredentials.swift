@@ -78,7 +78,7 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
         rmdir(directory)
     }
     let store: ReplayStore
-    do { store = try ReplayStore(path: directory + "/replay", now: now) } catch { throw CryptoError("bench", directory, "\(error)") }
+    do { store = try ReplayStore(path: directory + "/replay") } catch { throw CryptoError("bench", directory, "\(error)") }
     var times: [Double] = []
     for n in 0..<storeIterations {
         let key = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: Array("bench-\(n)".utf8))

@@ -24,7 +24,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     }
 
     /// - Parameters:
-    ///   - store: required when settings.oneTime (open it with `ReplayStore(path:now:)`).
+    ///   - store: required when settings.oneTime (open it with `ReplayStore(path:)`).
     ///   - clock: consulted at each read when settings.requireSyncedClock.
     ///   - now: wall-clock seconds since the epoch.
     public init(settings: CredentialSettings, keys: CredentialKeySet, store: ReplayStore?,
@@ -53,7 +53,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         var store: ReplayStore?
         if settings.oneTime {
             do throws(ReplayStoreError) {
-                store = try ReplayStore(path: settings.replayStore, now: WallClock.nowNanoseconds() / 1_000_000_000)
+                store = try ReplayStore(path: settings.replayStore)
             } catch {
                 throw UsageError(error.description)
             }
@@ -61,7 +61,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         let policy = CredentialPolicy(settings: settings, keys: keys, store: store, clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
         logger.info("credentials: \(settings.summary); \(keys.summary)")
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
-        if let store { logger.info("credentials: replay store \(store.path) holds \(store.liveEntries) live passes") }
+        if let store { logger.info("credentials: replay store \(store.path) holds \(store.entryCount) passes") }
         return policy
     }
 

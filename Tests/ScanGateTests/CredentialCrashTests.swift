@@ -124,19 +124,17 @@ final class CredentialCrashTests: XCTestCase {
     func testKillDuringStoreWritesNeverLosesAnAcceptedPass() throws {
         var accepted = 0
         var recordedButUnprinted = 0
-        var compactions = 0
         var killedMidStream = 0
-        var previousInode: ino_t = 0
         let verifier = CredentialVerifier(settings: { var s = CredentialFixtures.settings(.cwt); s.leewaySeconds = 0; return s }(),
                                           keys: try CredentialKeySet.load(path: jwks))
         for round in 0..<30 {
-            // 600 passes per round; every third lives an hour and is checked, the others expire in 1 s so
-            // later rounds also prune and compact (and may be killed doing it).
+            // 600 passes per round; every sixth lives an hour and is checked, the others expire in 2 s so
+            // later rounds also prune and compact at their first consume (and may be killed doing it).
             var checked: [(String, Int)] = []
             var lines: [String] = []
             for i in 0..<600 {
-                let token = try pass(ttl: i % 3 == 0 ? 3600 : 1)
-                if i % 3 == 0 { checked.append((token, i)) }
+                let token = try pass(ttl: i % 6 == 0 ? 3600 : 2)
+                if i % 6 == 0 { checked.append((token, i)) }
                 lines.append(token)
             }
             let gate = try Gate(gateArgs)
@@ -149,11 +147,7 @@ final class CredentialCrashTests: XCTestCase {
             if printed.count > 0 && printed.count < lines.count { killedMidStream += 1 }
             // The store loads (a torn last record is cut off) in a new process, and every pass printed as
             // accepted is consumed.
-            let reopened = try ReplayStore(path: store, now: CredentialFixtures.now)
-            var info = stat()
-            stat(store, &info)
-            if previousInode != 0 && info.st_ino != previousInode { compactions += 1 }
-            previousInode = info.st_ino
+            let reopened = try ReplayStore(path: store)
             // Line i answers pass i. The 1-second passes may already have expired; the checked ones are
             // accepted (each is new), and only after their record is on disk.
             var consumed = 0
@@ -181,7 +175,55 @@ final class CredentialCrashTests: XCTestCase {
         XCTAssertGreaterThan(accepted, 0, "no round got as far as accepting a pass")
         XCTAssertGreaterThan(killedMidStream, 0, "no kill landed while passes were being consumed")
         print("kill -9 loop: 30 rounds, \(killedMidStream) killed mid-stream; \(accepted) checked passes printed accepted before the kill, "
-              + "all in the store and refused as replayed afterwards; \(recordedButUnprinted) recorded but killed before printing; "
-              + "\(compactions) rounds found the file compacted (renamed) by the killed process")
+              + "all in the store and refused as replayed afterwards; \(recordedButUnprinted) recorded but killed before printing")
+    }
+
+    func testKillDuringCompactionKeepsEveryPass() throws {
+        // A store of 20000 live and 20001 expired records: the gate's first consume rewrites it (20000
+        // records, temp file, fsync, rename), and the kill lands before, during or after that.
+        let now = CredentialFixtures.now
+        var prefilled: [UInt8] = []
+        var liveKeys: [ReplayKey] = []
+        for n in 0..<40_001 {
+            let key = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: Array("prefilled-\(n)".utf8))
+            let live = n % 2 == 0 && n < 40_000
+            if live { liveKeys.append(key) }
+            prefilled += ReplayStore.record(key, live ? now + 7200 : now - 100)
+        }
+        XCTAssertEqual(liveKeys.count, 20_000)
+        var killedMidCompaction = 0, compacted = 0, accepted = 0
+        for round in 0..<20 {
+            unlink(store + ".tmp")
+            try TestFiles.write(bytes: prefilled, to: store)
+            chmod(store, 0o600)
+            var before = stat()
+            stat(store, &before)
+            let passes = try (0..<40).map { _ in try pass() }
+            let gate = try Gate(gateArgs)
+            gate.send(passes)
+            usleep(useconds_t(10_000 + (round * 15_485) % 300_000))
+            gate.kill9()
+            let printed = gate.lines
+            if FileManager.default.fileExists(atPath: store + ".tmp") { killedMidCompaction += 1 }
+            var after = stat()
+            stat(store, &after)
+            if after.st_ino != before.st_ino { compacted += 1 }
+            let reopened = try ReplayStore(path: store)
+            for key in liveKeys where !reopened.contains(key, now: now) {
+                XCTFail("round \(round): a live entry was lost")
+                break
+            }
+            for index in 0..<printed.count {
+                XCTAssertEqual(try JSONValue.parse(printed[index])["verdict"]?.stringValue, "accepted", "round \(round)")
+                let pass = try CredentialVerifier(settings: CredentialFixtures.settings(.cwt), keys: try CredentialKeySet.load(path: jwks))
+                    .verify(Array(passes[index].utf8), now: now).get()
+                let id = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: try XCTUnwrap(pass.tokenIDBytes))
+                XCTAssertTrue(reopened.contains(id, now: now), "round \(round): accepted pass \(index) lost")
+            }
+            accepted += printed.count
+        }
+        XCTAssertGreaterThan(compacted, 0, "no round got as far as compacting")
+        print("kill -9 during compaction: 20 rounds; \(killedMidCompaction) killed with the temp file (partly) written but not renamed, "
+              + "\(compacted) after the rename; \(accepted) passes printed accepted; no live entry and no accepted pass lost")
     }
 }

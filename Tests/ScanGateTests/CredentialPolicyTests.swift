@@ -121,12 +121,12 @@ final class CredentialPolicyTests: XCTestCase {
 
     func testOneTimePassIsRefusedTheSecondTimeAndAfterARestart() throws {
         let path = dir + "/replay"
-        let first = policy({ $0.oneTime = true; $0.replayStore = path }, store: try ReplayStore(path: path, now: CredentialFixtures.now))
+        let first = policy({ $0.oneTime = true; $0.replayStore = path }, store: try ReplayStore(path: path))
         let token = try pass(.cwt)
         XCTAssertEqual(judged(first, token).verdict, .accepted)
         XCTAssertEqual(judged(first, token).verdict, .rejected(reason: "replayed"))
         // A new process on the same store.
-        let second = policy({ $0.oneTime = true; $0.replayStore = path }, store: try ReplayStore(path: path, now: CredentialFixtures.now))
+        let second = policy({ $0.oneTime = true; $0.replayStore = path }, store: try ReplayStore(path: path))
         XCTAssertEqual(judged(second, token).verdict, .rejected(reason: "replayed"))
         XCTAssertEqual(judged(second, try pass(.cwt)).verdict, .accepted)
         // Without a jti a one-time kiosk cannot use the pass once: refused.
@@ -134,7 +134,7 @@ final class CredentialPolicyTests: XCTestCase {
         XCTAssertEqual(event.verdict, .rejected(reason: "malformed"))
         XCTAssertTrue(log.lines.contains { $0.contains("has no jti") }, "\(log.lines)")
         // A pass refused on its claims is not consumed: the same store, a kiosk that accepts it, later.
-        let store = try ReplayStore(path: path, now: CredentialFixtures.now)
+        let store = try ReplayStore(path: path)
         let strict = policy({ $0.oneTime = true; $0.replayStore = path; $0.issuer = "site" }, store: store)
         let lenient = policy({ $0.oneTime = true; $0.replayStore = path }, store: store)
         let fresh = try pass(.jwt)
@@ -145,7 +145,7 @@ final class CredentialPolicyTests: XCTestCase {
 
     func testStoreFailureRefusesAndLogsAnError() throws {
         let path = dir + "/replay"
-        let store = try ReplayStore(path: path, now: CredentialFixtures.now)
+        let store = try ReplayStore(path: path)
         let policy = policy({ $0.oneTime = true; $0.replayStore = path }, store: store)
         // The next write fails for real: a file-size limit of 0 (EFBIG, as a full disk gives ENOSPC).
         signal(SIGXFSZ, SIG_IGN)

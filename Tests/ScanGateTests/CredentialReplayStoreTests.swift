@@ -26,7 +26,7 @@ final class CredentialReplayStoreTests: XCTestCase {
     func fileBytes() throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
 
     func testConsumeIsRememberedAcrossReopen() throws {
-        let store = try ReplayStore(path: path, now: now)
+        let store = try ReplayStore(path: path)
         XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .fresh)
         XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .replayed)
         XCTAssertEqual(store.consume(try key(2), expiresAt: now + 60, now: now), .fresh)
@@ -35,8 +35,8 @@ final class CredentialReplayStoreTests: XCTestCase {
         XCTAssertEqual(stat(path, &info), 0)
         XCTAssertEqual(info.st_mode & 0o777, 0o600)
         // A new process (a new store on the same file): both are still consumed.
-        let again = try ReplayStore(path: path, now: now + 1)
-        XCTAssertEqual(again.liveEntries, 2)
+        let again = try ReplayStore(path: path)
+        XCTAssertEqual(again.entryCount, 2)
         XCTAssertEqual(again.consume(try key(1), expiresAt: now + 60, now: now + 1), .replayed)
         XCTAssertEqual(again.consume(try key(2), expiresAt: now + 60, now: now + 1), .replayed)
         XCTAssertEqual(again.consume(try key(3), expiresAt: now + 60, now: now + 1), .fresh)
@@ -47,7 +47,7 @@ final class CredentialReplayStoreTests: XCTestCase {
 
     func testTornLastRecordIsCutOffAndTheRestLoads() throws {
         do {
-            let store = try ReplayStore(path: path, now: now)
+            let store = try ReplayStore(path: path)
             for n in 0..<3 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 60, now: now), .fresh) }
         }
         let whole = try fileBytes()
@@ -59,8 +59,8 @@ final class CredentialReplayStoreTests: XCTestCase {
             if cut == ReplayStore.recordSize { torn[torn.count - 1] ^= 0xFF }   // whole but its CRC fails
             try TestFiles.write(bytes: torn, to: path)
             chmod(path, 0o600)
-            let store = try ReplayStore(path: path, now: now)
-            XCTAssertEqual(store.liveEntries, 3, "cut at \(cut)")
+            let store = try ReplayStore(path: path)
+            XCTAssertEqual(store.entryCount, 3, "cut at \(cut)")
             XCTAssertEqual(try fileBytes(), whole, "the torn record is cut off (cut at \(cut))")
             XCTAssertEqual(store.consume(try key(0), expiresAt: now + 60, now: now), .replayed)
             XCTAssertEqual(store.consume(try key(3), expiresAt: now + 60, now: now), .fresh, "its read was never accepted")
@@ -70,31 +70,31 @@ final class CredentialReplayStoreTests: XCTestCase {
 
     func testDamageBeforeTheLastRecordRefusesToLoad() throws {
         do {
-            let store = try ReplayStore(path: path, now: now)
+            let store = try ReplayStore(path: path)
             for n in 0..<3 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 60, now: now), .fresh) }
         }
         var bytes = try fileBytes()
         bytes[40] ^= 0x01   // inside the second record
         try TestFiles.write(bytes: bytes, to: path)
-        XCTAssertThrowsError(try ReplayStore(path: path, now: now)) { error in
+        XCTAssertThrowsError(try ReplayStore(path: path)) { error in
             XCTAssertTrue("\(error)".hasPrefix("credential-replay-store \(path): record at byte 32 is damaged"), "\(error)")
         }
         // Zeros where records were (a file system that lost data): also refused.
         try TestFiles.write(bytes: [UInt8](repeating: 0, count: 96), to: path)
-        XCTAssertThrowsError(try ReplayStore(path: path, now: now))
+        XCTAssertThrowsError(try ReplayStore(path: path))
     }
 
     func testUnsafePermissionsAndMissingDirectory() throws {
         try TestFiles.write(bytes: [], to: path)
         chmod(path, 0o622)
-        XCTAssertThrowsError(try ReplayStore(path: path, now: now)) { XCTAssertTrue("\($0)".contains("mode 0622 lets group or others write it"), "\($0)") }
-        XCTAssertThrowsError(try ReplayStore(path: dir + "/no/such/dir/store", now: now)) {
+        XCTAssertThrowsError(try ReplayStore(path: path)) { XCTAssertTrue("\($0)".contains("mode 0622 lets group or others write it"), "\($0)") }
+        XCTAssertThrowsError(try ReplayStore(path: dir + "/no/such/dir/store")) {
             XCTAssertTrue("\($0)".contains("does the directory exist?"), "\($0)")
         }
     }
 
     func testEntriesExpireAndTheFileIsCompacted() throws {
-        let store = try ReplayStore(path: path, now: now)
+        let store = try ReplayStore(path: path)
         // 600 passes that expire at now + 10, then 50 that live long.
         for n in 0..<600 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 10, now: now), .fresh) }
         for n in 1000..<1050 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 100_000, now: now), .fresh) }
@@ -111,22 +111,31 @@ final class CredentialReplayStoreTests: XCTestCase {
         XCTAssertLessThan(store.fileRecords, 650 + 701)
         XCTAssertEqual(try fileBytes().count, store.fileRecords * ReplayStore.recordSize)
         for n in 1000..<1050 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 100_000, now: later), .replayed) }
-        // A reopen after the long ones expired: the store loads nearly empty and rewrites itself.
-        let reopened = try ReplayStore(path: path, now: now + 200_000)
-        XCTAssertEqual(reopened.liveEntries, 0)
-        XCTAssertEqual(try fileBytes().count, 0)
+        // A reopen, with a clock that runs far ahead (a Pi that booted with a wrong time): nothing is dropped
+        // at load, so a pass recorded before is still refused once the clock is right again.
+        let records = store.fileRecords
+        let reopened = try ReplayStore(path: path)
+        XCTAssertEqual(try fileBytes().count, records * ReplayStore.recordSize, "not compacted at load")
+        XCTAssertEqual(reopened.liveEntries(now: now + 200_000), 0)
+        XCTAssertEqual(reopened.liveEntries(now: later), 50 + 1 + 700, "the long ones, key 0 again, and 2000..<2700")
+        XCTAssertTrue(reopened.contains(try key(1000), now: later))
+        XCTAssertFalse(reopened.contains(try key(1000), now: now + 200_000))
+        // Consumes at a time when everything expired: they prune, and the file is rewritten small.
+        for n in 5000..<5256 { XCTAssertEqual(reopened.consume(try key(n), expiresAt: now + 300_000, now: now + 200_000), .fresh) }
+        XCTAssertEqual(reopened.fileRecords, 256)
+        XCTAssertEqual(try fileBytes().count, 256 * ReplayStore.recordSize)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".tmp"))
     }
 
     func testAKillDuringCompactionLeavesTheOldFile() throws {
         // A compaction killed before its rename leaves PATH.tmp beside the intact store.
         do {
-            let store = try ReplayStore(path: path, now: now)
+            let store = try ReplayStore(path: path)
             XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .fresh)
         }
         try TestFiles.write(bytes: ReplayStore.record(try key(9), now + 60).prefix(20) + [1, 2, 3], to: path + ".tmp")
-        let store = try ReplayStore(path: path, now: now)
-        XCTAssertEqual(store.liveEntries, 1)
+        let store = try ReplayStore(path: path)
+        XCTAssertEqual(store.entryCount, 1)
         XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .replayed)
         XCTAssertEqual(store.consume(try key(9), expiresAt: now + 60, now: now), .fresh)
         // The next compaction writes the temp file afresh.
@@ -136,12 +145,12 @@ final class CredentialReplayStoreTests: XCTestCase {
         XCTAssertEqual(store.consume(try key(2000), expiresAt: now + 60, now: now + 5), .fresh)
         for n in 3000..<3300 { XCTAssertEqual(store.consume(try key(n), expiresAt: now + 60, now: now + 5), .fresh) }
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".tmp"))
-        let reopened = try ReplayStore(path: path, now: now + 5)
-        XCTAssertEqual(reopened.liveEntries, 303)
+        let reopened = try ReplayStore(path: path)
+        XCTAssertEqual(reopened.entryCount, 303)
     }
 
     func testAFailingWriteRefusesThePassAndLeavesTheFileAligned() throws {
-        let store = try ReplayStore(path: path, now: now)
+        let store = try ReplayStore(path: path)
         XCTAssertEqual(store.consume(try key(1), expiresAt: now + 60, now: now), .fresh)
         // A full disk, for real: RLIMIT_FSIZE lets 10 bytes of the next record through, then EFBIG.
         signal(SIGXFSZ, SIG_IGN)
@@ -158,13 +167,13 @@ final class CredentialReplayStoreTests: XCTestCase {
         XCTAssertEqual(try fileBytes().count, ReplayStore.recordSize, "the partial record is cut off")
         // The disk has room again: the pass is fresh (it was never accepted), and the file loads.
         XCTAssertEqual(store.consume(try key(2), expiresAt: now + 60, now: now), .fresh)
-        XCTAssertEqual(try ReplayStore(path: path, now: now).liveEntries, 2)
+        XCTAssertEqual(try ReplayStore(path: path).entryCount, 2)
     }
 
     func testTwoUsersOfOneFileSeeEachOthersConsumes() throws {
         // As the daemon and `scangate credential verify --one-time` at a manual gate would.
-        let daemon = try ReplayStore(path: path, now: now)
-        let gate = try ReplayStore(path: path, now: now)
+        let daemon = try ReplayStore(path: path)
+        let gate = try ReplayStore(path: path)
         XCTAssertEqual(daemon.consume(try key(1), expiresAt: now + 60, now: now), .fresh)
         XCTAssertEqual(gate.consume(try key(1), expiresAt: now + 60, now: now), .replayed)
         XCTAssertEqual(gate.consume(try key(2), expiresAt: now + 60, now: now), .fresh)

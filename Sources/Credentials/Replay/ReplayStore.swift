@@ -53,8 +53,8 @@ public struct ReplayStoreError: Error, CustomStringConvertible, Sendable {
 /// (a kill -9 or power cut mid-write): a last record that is short or fails its CRC belongs to a read that
 /// was never accepted, and is cut off at load. A bad record with good ones after it is corruption, and
 /// the store refuses to load (fail closed). Entries expire at exp + leeway (the pass is expired by then
-/// anyway); when expired records outnumber live ones the file is rewritten with the live ones only
-/// (temp file, fsync, rename, fsync of the directory).
+/// anyway): at the first consume after a load and every 256 consumes the expired ones are dropped, and when expired records outnumber live ones
+/// the file is rewritten with the live ones only (temp file, fsync, rename, fsync of the directory).
 ///
 /// A second process may use the same file (`scangate credential verify --one-time` at a manual gate
 /// beside the daemon): each consume holds an flock on PATH.lock, reads what others appended, and
@@ -71,6 +71,8 @@ public final class ReplayStore: Sendable {
     static let maxFileBytes = 64 << 20
     /// More live entries than this and one-time passes are refused (the file would pass 32 MB).
     public static let maxLiveEntries = 1_000_000
+    /// Appends between two passes over the entries that drop expired ones.
+    static let pruneInterval = 256
     /// How long a consume waits for another process's lock before failing closed.
     static let lockWaitMilliseconds = 2000.0
 
@@ -85,8 +87,9 @@ public final class ReplayStore: Sendable {
         var entries: [ReplayKey: Int64]
         /// Set after a failure that leaves the file's state unknown; every consume then fails.
         var broken: String?
-        /// Appends since expired entries were last dropped from `entries`.
-        var appendsSincePrune = 0
+        /// Appends since expired entries were last dropped from `entries`; starts at the threshold, so the
+        /// first consume after a load prunes (and compacts when that pays).
+        var appendsSincePrune = ReplayStore.pruneInterval
     }
 
     /// What a consume did.
@@ -99,24 +102,26 @@ public final class ReplayStore: Sendable {
         case failed(String)
     }
 
-    /// Opens (creating it with mode 0600 if needed) and loads the store; a torn last record is cut off,
-    /// expired entries dropped, and the file compacted when it holds mostly expired records.
-    public init(path: String, now: Int64) throws(ReplayStoreError) {
+    /// Opens (creating it with mode 0600 if needed) and loads the store; a torn last record is cut off.
+    ///
+    /// Nothing is dropped for having expired here: the clock may not be synchronised yet at start (a Pi
+    /// without a battery clock can boot years ahead or behind), and a clock running ahead must not erase
+    /// passes. Expired entries are dropped by `consume`, whose `now` the policy takes only after the clock
+    /// check passed.
+    public init(path: String) throws(ReplayStoreError) {
         self.path = path
         let lock = try Self.openLock(path)
         guard Self.takeLock(lock.fd) else {
             throw ReplayStoreError(path: path, message: "another process holds \(path).lock for more than \(Int(Self.lockWaitMilliseconds)) ms")
         }
         defer { Self.releaseLock(lock.fd) }
-        var state = try Self.openAndLoad(path, lock: lock, now: now)
-        if Self.shouldCompact(records: state.records, live: state.entries.count) {
-            _ = Self.compact(path, &state)
-        }
-        self.state = Mutex(state)
+        self.state = Mutex(try Self.openAndLoad(path, lock: lock))
     }
 
-    /// Entries that have not expired (as of the last load, consume or prune).
-    public var liveEntries: Int { state.withLock { $0.entries.count } }
+    /// Entries held: consumed passes, including expired ones not yet dropped (every 256 consumes).
+    public var entryCount: Int { state.withLock { $0.entries.count } }
+    /// Entries that have not expired at `now`.
+    public func liveEntries(now: Int64) -> Int { state.withLock { s in s.entries.values.filter { $0 > now }.count } }
     /// Records in the file, expired ones included.
     public var fileRecords: Int { state.withLock { $0.records } }
 
@@ -133,7 +138,7 @@ public final class ReplayStore: Sendable {
                 return .failed("another process held \(path).lock for more than \(Int(Self.lockWaitMilliseconds)) ms")
             }
             defer { Self.releaseLock(s.lock.fd) }
-            if let problem = catchUp(&s, now: now) {
+            if let problem = catchUp(&s) {
                 s.broken = problem
                 return .failed(problem)
             }
@@ -167,7 +172,7 @@ public final class ReplayStore: Sendable {
             s.appendsSincePrune += 1
             // Expired entries are dropped every 256 appends (a pass of the whole dictionary), and the file
             // is rewritten once expired records outnumber live ones.
-            if s.appendsSincePrune >= 256 {
+            if s.appendsSincePrune >= Self.pruneInterval {
                 Self.prune(&s, now: now)
                 if Self.shouldCompact(records: s.records, live: s.entries.count) { _ = Self.compact(path, &s) }
             }
@@ -241,7 +246,7 @@ public final class ReplayStore: Sendable {
 
     static func releaseLock(_ fd: FileDescriptor) { _ = flock(fd.rawValue, LOCK_UN) }
 
-    static func openAndLoad(_ path: String, lock: OwnedFileDescriptor, now: Int64) throws(ReplayStoreError) -> State {
+    static func openAndLoad(_ path: String, lock: OwnedFileDescriptor) throws(ReplayStoreError) -> State {
         var created = false
         var opened = FileDescriptor.open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
         if case .failure(let e) = opened, e.rawValue == EEXIST {
@@ -287,7 +292,7 @@ public final class ReplayStore: Sendable {
             }
         }
         var entries: [ReplayKey: Int64] = [:]
-        for (key, expiry) in parsed.entries where expiry > now {
+        for (key, expiry) in parsed.entries {
             entries[key] = max(expiry, entries[key] ?? Int64.min)
         }
         return State(data: data, lock: lock, device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
@@ -313,14 +318,14 @@ public final class ReplayStore: Sendable {
     /// Brings `s` up to date with what other processes did since this one last held the lock: records
     /// appended (read and merged), or the file replaced by a compaction (reopened and reloaded).
     /// Returns a problem that leaves the store unusable.
-    private func catchUp(_ s: inout State, now: Int64) -> String? {
+    private func catchUp(_ s: inout State) -> String? {
         var onDisk = stat()
         guard stat(path, &onDisk) == 0 else { return "stat \(path): \(Errno.current)" }
         var ours = stat()
         guard fstat(s.data.fd.rawValue, &ours) == 0 else { return "fstat \(path): \(Errno.current)" }
         if UInt64(onDisk.st_dev) != s.device || UInt64(onDisk.st_ino) != s.inode || Int(ours.st_size) < s.knownSize {
             do throws(ReplayStoreError) {
-                s = try Self.openAndLoad(path, lock: s.lock, now: now)
+                s = try Self.openAndLoad(path, lock: s.lock)
                 return nil
             } catch {
                 return error.message
@@ -341,7 +346,7 @@ public final class ReplayStore: Sendable {
                 return "cannot cut off a torn last record: \(Errno.current)"
             }
         }
-        for (key, expiry) in parsed.entries where expiry > now {
+        for (key, expiry) in parsed.entries {
             s.entries[key] = max(expiry, s.entries[key] ?? Int64.min)
         }
         s.knownSize += parsed.validBytes
