@@ -139,9 +139,11 @@ final class CredentialCrashTests: XCTestCase {
             }
             let gate = try Gate(gateArgs)
             gate.send(lines)
-            // Kill at a varying point: before the first consume, in the middle of the stream of
-            // write + fdatasync, or during a compaction.
-            usleep(useconds_t(5_000 + (round * 7_919) % 120_000))
+            // Kill at a varying point. Even rounds: a delay from the start, which may land before the first
+            // consume (start-up, loading the store) or in the stream of write + fdatasync. Odd rounds: a
+            // delay after the first answer, so the kill lands in the stream whatever the machine's load.
+            if round % 2 == 1 { XCTAssertTrue(gate.waitForLines(1, timeout: 30), "round \(round): no answer") }
+            usleep(useconds_t(round % 2 == 1 ? (round * 7_919) % 30_000 : 5_000 + (round * 7_919) % 120_000))
             gate.kill9()
             let printed = gate.lines
             if printed.count > 0 && printed.count < lines.count { killedMidStream += 1 }
@@ -201,7 +203,10 @@ final class CredentialCrashTests: XCTestCase {
             let passes = try (0..<40).map { _ in try pass() }
             let gate = try Gate(gateArgs)
             gate.send(passes)
-            usleep(useconds_t(10_000 + (round * 15_485) % 300_000))
+            // Every fourth round waits for the first answer (the compaction is done by then: it runs at the
+            // first consume); the others kill after a varying delay, before, during or after it.
+            if round % 4 == 3 { XCTAssertTrue(gate.waitForLines(1, timeout: 60), "round \(round): no answer") }
+            usleep(useconds_t(round % 4 == 3 ? 0 : 10_000 + (round * 15_485) % 300_000))
             gate.kill9()
             let printed = gate.lines
             if FileManager.default.fileExists(atPath: store + ".tmp") { killedMidCompaction += 1 }
