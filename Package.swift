@@ -64,8 +64,10 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // 4. Report-once rules.
         .target(name: "Debounce", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
-        // 5. Policies on the credential itself: the payload filters.
+        // 5. Policies on the credential itself: the payload filters, and signed passes verified offline.
         .target(name: "Policies", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
+        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "CShim", "COpenSSL"],
+                swiftSettings: swiftSettings),
         // 2-5. Capture thread, newest-frame handoff, the decode queue, the dispatcher (policies → door
         // outputs → report outputs → feedback).
         .target(name: "Pipeline", dependencies: ["Core", "Decoding", "Debounce"], swiftSettings: swiftSettings),
@@ -94,7 +96,8 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
-                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Feedback", "GPIO", "Sound"],
+                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Feedback", "GPIO", "Sound",
+                                                "Credentials"],
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
@@ -106,13 +109,13 @@ let package = Package(
         // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
         // scoring, `bench` and `soak`.
         .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
-                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "GPIO", "Feedback", "CShim",
+                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Credentials", "GPIO", "Feedback", "CShim",
                                               "CZbar", "CZXingShim"],
                 swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
         .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
                                             "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
-                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand"],
+                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
@@ -120,7 +123,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "Tools", "App", "CShim", "OSDP"],
+                                   "Tools", "App", "CShim", "OSDP", "Credentials"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),
@@ -134,6 +137,6 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
                           dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
-                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP"],
+                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

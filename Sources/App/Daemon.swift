@@ -51,7 +51,7 @@ final class Daemon: @unchecked Sendable {
         do {
             source = try SourceFactory.make(settings.capture, logger: logger)
             decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
-            policies = try Catalog.policies(settings)
+            policies = try Catalog.policies(settings, logger: logger)
             try Catalog.validate(settings, components: components)
         } catch {
             return usageError("\(error)")
@@ -144,7 +144,7 @@ final class Daemon: @unchecked Sendable {
             do {
                 new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
                 try Catalog.validate(new, components: components)
-                policies = try Catalog.policies(new)
+                policies = try Catalog.policies(new, logger: logger)
                 decoder = try ZbarDecoder.makeForStream(settings: new.decoder)
                 if new.capture != settings.capture { newSource = try SourceFactory.make(new.capture, logger: logger) }
             } catch {

@@ -14,6 +14,7 @@ public enum ScanGateCommand {
         ("run", "run the scanning daemon (default command)", RunCommand.run),
         ("decode-image", "decode codes in PNG, JPEG or PGM files", DecodeImageCommand.run),
         ("make-code", "draw a QR or barcode in the terminal, or to a PNG/PGM file", MakeCodeCommand.run),
+        ("credential", "signed passes: make a signing key, issue a pass, verify passes (keygen, issue, verify)", CredentialCommand.run),
         ("render", "write a scenario's frames to a Y4M file or a folder (for replay)", RenderCommand.run),
         ("check-config", "validate a config file and print the effective configuration", CheckConfigCommand.run),
         ("list-cameras", "list V4L2 cameras with their formats, sizes, rates and controls", ListCamerasCommand.run),

@@ -76,3 +76,15 @@ static void silent_alsa_handler(const char *file, int line, const char *function
     (void)file; (void)line; (void)function; (void)err; (void)fmt;
 }
 void shim_alsa_silence_errors(void) { snd_lib_error_set_handler(silent_alsa_handler); }
+
+#include <sys/timex.h>
+int shim_adjtimex_read(long *maxerror, long *esterror, int *status) {
+    struct timex t;
+    memset(&t, 0, sizeof t);
+    int state = adjtimex(&t);
+    if (state < 0) return -1;
+    *maxerror = t.maxerror;
+    *esterror = t.esterror;
+    *status = t.status;
+    return state;
+}

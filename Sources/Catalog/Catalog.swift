@@ -1,4 +1,5 @@
 import Components
+import Credentials
 import Core
 import Policies
 import Settings
@@ -46,17 +47,22 @@ public enum Catalog {
 }
 
 extension Catalog {
-    /// The checks applied to every read before any output sees it: the payload filters (then, when
-    /// configured, signed passes).
-    public static func policies(_ settings: RunSettings) throws -> [any ReadPolicy] {
+    /// The checks applied to every read before any output sees it: the payload filters, then signed
+    /// passes (credential-format), which load their keys and open the replay store here.
+    public static func policies(_ settings: RunSettings, logger: Logger) throws -> [any ReadPolicy] {
         var policies: [any ReadPolicy] = []
         if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
+        if settings.credential.format != .off {
+            policies.append(try CredentialPolicy.make(settings: settings.credential, logger: logger))
+        }
         return policies
     }
 
-    /// Checks every configured component's combination of options, as `run` would at start.
+    /// Checks every configured component's combination of options, as `run` would at start, without
+    /// opening anything (doctor and check-config run it too, often as another user).
     public static func validate(_ settings: RunSettings, components: [Component] = components()) throws {
-        _ = try policies(settings)
+        if settings.filter.isActive { _ = try PayloadFilter(settings: settings.filter) }
+        try settings.credential.validate()
         for c in components {
             if case .output(let factory) = c.role { try factory.validate(settings) }
         }

@@ -61,6 +61,12 @@ int shim_ioctl(int fd, unsigned long request, void *arg);
 /// Installs an error handler that prints nothing (ALSA would print to stderr when there is no card).
 void shim_alsa_silence_errors(void);
 
+// ---- clock discipline (signed passes: credential-require-synced-clock) ----
+/// adjtimex(2) in read-only mode (modes = 0): the kernel's maximum and estimated error in microseconds
+/// and its status bits (STA_UNSYNC = 0x40). Returns the clock state (TIME_OK 0 ... TIME_ERROR 5), or -1
+/// with errno set.
+int shim_adjtimex_read(long *maxerror, long *esterror, int *status);
+
 #endif
 
 #include "StderrRedirect.h"

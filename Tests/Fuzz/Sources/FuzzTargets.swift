@@ -26,6 +26,10 @@ enum FuzzTargets {
                    run: DecodingFuzz.labelUnwarp),
         FuzzTarget(name: "wiegand", summary: "WiegandEncoder: wiegand-map, facility, over-range and formats", run: WiegandFuzz.run),
         FuzzTarget(name: "osdp", summary: "OSDP reader: frame reader, secure channel, PD state machine", run: OSDPFuzz.run),
+        FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws),
+        FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
+        FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose),
+        FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
     ]
 
     static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

@@ -1,0 +1,345 @@
+import Core
+import Credentials
+import Decoding
+import Images
+import Platform
+import Simulator
+import Settings
+import Tools
+
+/// `scangate credential keygen|issue|verify`: signed passes for a small site without a server, for a
+/// manual gate, and for tests.
+enum CredentialCommand {
+    static let help = """
+        Usage: scangate credential keygen --out DIR [--kid K] [--algorithm ed25519|es256]
+               scangate credential issue --key FILE --number N --ttl DURATION [--aud X] [--iss X] [--kid K]
+                                         [--one-time] [--format jwt|cwt] [--out FILE.png|FILE.pgm | --text]
+                                         [--ecc L|M|Q|H] [--scale N]
+               scangate credential verify TEXT|--image FILE|--stdin --keys FILE [--format jwt|cwt|any]
+                                          [--aud X] [--iss X] [--algorithms LIST] [--leeway S]
+                                          [--max-lifetime S] [--number-claim NAME] [--one-time]
+                                          [--replay-store PATH] [--require-synced-clock yes|no] [--json]
+
+        keygen   writes a new signing key to DIR/KID.key (mode 0600) and adds its public key to
+                 DIR/\(KeyGeneration.jwksName) (created, or extended so older keys stay valid). Copy only the
+                 JWKS to the kiosk, as credential-keys. KID defaults to 8 characters of the key's RFC 7638
+                 thumbprint; ed25519 is the default algorithm.
+        issue    signs a pass for credential number N valid for DURATION (90s, 15m, 8h, 7d; at most 3650d).
+                 --format cwt (default) writes SG1: + base45 (fits QR version 7), jwt a JWS compact token.
+                 --one-time adds a jti (cti) that a kiosk with credential-one-time consumes. --kid must match
+                 the kid in the kiosk's key set when keygen was given one. Without --out or --text, the pass
+                 is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
+                 that keeps the smallest QR version (or --ecc).
+        verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
+                 and prints the claims, or `refused: REASON`. --one-time consumes each accepted pass in
+                 --replay-store (default /var/lib/scangate/credential-replay), durably before it prints
+                 `accepted`: a manual gate can use it beside the daemon. --require-synced-clock defaults to yes.
+        Exit: 0 every pass accepted (or the key/pass written), 1 a pass was refused, 2 bad flag, value or file.
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let sub = arguments.first else { return usageError("credential needs keygen, issue or verify (see scangate credential --help)") }
+        let rest = Array(arguments.dropFirst())
+        switch sub {
+        case "-h", "--help", "help":
+            print(help)
+            return 0
+        case "keygen": return keygen(rest)
+        case "issue": return issue(rest)
+        case "verify": return verify(rest)
+        default: return usageError("credential: unknown subcommand '\(sub)' (keygen, issue, verify)")
+        }
+    }
+
+    // MARK: - keygen
+
+    static func keygen(_ arguments: [String]) -> Int32 {
+        var out: String?
+        var kid: String?
+        var algorithm = SignatureAlgorithm.ed25519
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let arg = args.next() {
+                switch arg {
+                case "-h", "--help": print(help); return 0
+                case "--out": out = try args.value(arg, "a DIR")
+                case "--kid": kid = try args.value(arg, "a key id K")
+                case "--algorithm":
+                    let name = try args.value(arg, "ed25519 or es256")
+                    guard let a = SignatureAlgorithm(settingName: name) else { throw UsageError("--algorithm: '\(name)' is not ed25519 or es256") }
+                    algorithm = a
+                default: throw UsageError("credential keygen: unknown option \(arg) (see scangate credential --help)")
+                }
+            }
+            guard let out else { throw UsageError("credential keygen needs --out DIR") }
+            let written: KeyGeneration.Written
+            do throws(KeyFileError) {
+                written = try KeyGeneration.generate(directory: out, algorithm: algorithm, keyID: kid)
+            } catch {
+                throw UsageError("--out " + error.description)
+            }
+            print("kid \(written.keyID): private key \(written.privateKeyFile) (mode 0600, keep it off the kiosk); public key added to \(written.jwksFile) (\(written.keysInSet) key\(written.keysInSet == 1 ? "" : "s")), which the kiosk reads as credential-keys")
+            return ExitCode.success.rawValue
+        } catch {
+            return usageError(error.message)
+        }
+    }
+
+    // MARK: - issue
+
+    static func issue(_ arguments: [String]) -> Int32 {
+        var keyFile: String?
+        var number: String?
+        var ttl: Int64?
+        var request = PassRequest(format: .cwt, number: "", lifetimeSeconds: 0, now: 0)
+        var out: String?
+        var textOnly = false
+        var ecc: QREncoder.ErrorCorrection?
+        var scale = 8
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let arg = args.next() {
+                switch arg {
+                case "-h", "--help": print(help); return 0
+                case "--key": keyFile = try args.value(arg, "a private key FILE (from keygen)")
+                case "--number": number = try args.value(arg, "a credential number N")
+                case "--ttl": ttl = try duration(arg, try args.value(arg, "a DURATION such as 90s, 15m, 8h or 7d"))
+                case "--aud": request.audience = try args.value(arg, "an audience X")
+                case "--iss": request.issuer = try args.value(arg, "an issuer X")
+                case "--kid": request.keyID = try args.value(arg, "a key id K")
+                case "--one-time": request.oneTime = true
+                case "--format":
+                    let name = try args.value(arg, "jwt or cwt")
+                    guard let f = CredentialFormat(rawValue: name) else { throw UsageError("--format: '\(name)' is not jwt or cwt") }
+                    request.format = f
+                case "--out": out = try args.value(arg, "a FILE.png or FILE.pgm")
+                case "--text": textOnly = true
+                case "--ecc":
+                    let name = try args.value(arg, "L, M, Q or H")
+                    guard let e = QREncoder.ErrorCorrection(name: name) else { throw UsageError("--ecc: '\(name)' is not one of L, M, Q, H") }
+                    ecc = e
+                case "--scale": scale = try args.number(arg, 1...64)
+                default: throw UsageError("credential issue: unknown option \(arg) (see scangate credential --help)")
+                }
+            }
+            guard let keyFile else { throw UsageError("credential issue needs --key FILE") }
+            guard let number, !number.isEmpty else { throw UsageError("credential issue needs --number N") }
+            guard number.count <= CredentialVerifier.maxNumberLength,
+                  number.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value) }) else {
+                throw UsageError("--number: at most \(CredentialVerifier.maxNumberLength) characters, no control characters")
+            }
+            guard let ttl else { throw UsageError("credential issue needs --ttl DURATION (90s, 15m, 8h, 7d)") }
+            if out != nil && textOnly { throw UsageError("credential issue takes --out FILE or --text, not both") }
+            let key: PrivateKey
+            do throws(KeyFileError) {
+                key = try KeyGeneration.loadPrivateKey(keyFile)
+            } catch {
+                throw UsageError("--key " + error.description)
+            }
+            request.number = number
+            request.lifetimeSeconds = ttl
+            request.now = WallClock.nowNanoseconds() / 1_000_000_000
+            let pass: String
+            do throws(CryptoError) {
+                pass = try PassIssuer.issue(request, key: key)
+            } catch {
+                throw UsageError("credential issue: \(error)")
+            }
+            if textOnly {
+                _ = FileDescriptor(rawValue: 1).writeAll(Array((pass + "\n").utf8))
+                return ExitCode.success.rawValue
+            }
+            let (bitmap, _) = try qrCode(Array(pass.utf8), ecc: ecc)
+            if let out {
+                guard let format = ImageFile.writableFormat(forPath: out) else { throw UsageError("--out: '\(out)' must end in .png or .pgm") }
+                let image = SymbolImage.render(bitmap, moduleSize: scale, barHeight: 50 * scale, quietZone: 4)
+                try ImageFile.write(image, to: out, format: format)
+                return ExitCode.success.rawValue
+            }
+            let image = SymbolImage.render(bitmap, moduleSize: 1, barHeight: 16, quietZone: 4)
+            let lines = TerminalArt.lines(image, ansiColours: isatty(1) == 1)
+            _ = FileDescriptor(rawValue: 1).writeAll(Array((lines.joined(separator: "\n") + "\n").utf8))
+            return ExitCode.success.rawValue
+        } catch {
+            return usageError(error.message)
+        }
+    }
+
+    /// The QR symbol for a pass: libqrencode's mode optimisation (base45 goes in alphanumeric mode), at
+    /// the highest ECC level that needs no larger version than level L does - more damage tolerated for
+    /// free - unless `ecc` is given.
+    static func qrCode(_ payload: [UInt8], ecc: QREncoder.ErrorCorrection?) throws(UsageError) -> (ModuleBitmap, QREncoder.ErrorCorrection) {
+        do throws(SymbolError) {
+            if let ecc { return (try QREncoder.encode(payload, ecc: ecc, segmented: true), ecc) }
+            let smallest = try QREncoder.encode(payload, ecc: .L, segmented: true)
+            for level in [QREncoder.ErrorCorrection.H, .Q, .M] {
+                let symbol = try? QREncoder.encode(payload, ecc: level, segmented: true)
+                if let symbol, symbol.width == smallest.width { return (symbol, level) }
+            }
+            return (smallest, .L)
+        } catch {
+            throw UsageError("credential issue: \(error.description)")
+        }
+    }
+
+    /// 90, 90s, 15m, 8h, 7d: whole seconds, 1 s to 3650 days.
+    static func duration(_ flag: String, _ text: String) throws(UsageError) -> Int64 {
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        switch digits.last {
+        case "s": unit = 1; digits = digits.dropLast()
+        case "m": unit = 60; digits = digits.dropLast()
+        case "h": unit = 3600; digits = digits.dropLast()
+        case "d": unit = 86400; digits = digits.dropLast()
+        default: break
+        }
+        guard let n = Int64(digits), n > 0, n <= 3650 * 86400 / unit, n * unit <= 3650 * 86400 else {
+            throw UsageError("\(flag): '\(text)' is not a duration from 1s to 3650d (90s, 15m, 8h, 7d)")
+        }
+        return n * unit
+    }
+
+    // MARK: - verify
+
+    static func verify(_ arguments: [String]) -> Int32 {
+        var settings = CredentialSettings()
+        settings.format = .any
+        var texts: [String] = []
+        var images: [String] = []
+        var fromStdin = false
+        var json = false
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let arg = args.next() {
+                switch arg {
+                case "-h", "--help": print(help); return 0
+                case "--keys": settings.keys = try args.value(arg, "a FILE or DIR (JWKS, PEM, or KID.pem files)")
+                case "--image": images.append(try args.value(arg, "a FILE.png, .jpg or .pgm"))
+                case "--stdin": fromStdin = true
+                case "--json": json = true
+                case "--format":
+                    let name = try args.value(arg, "jwt, cwt or any")
+                    guard let f = CredentialFormatSetting(rawValue: name), f != .off else { throw UsageError("--format: '\(name)' is not jwt, cwt or any") }
+                    settings.format = f
+                case "--aud": settings.audience = try args.value(arg, "an audience X")
+                case "--iss": settings.issuer = try args.value(arg, "an issuer X")
+                case "--algorithms":
+                    let list = try args.value(arg, "a LIST of ed25519, es256")
+                    do throws(UsageError) { settings.algorithms = try CredentialSettings.parseAlgorithms(list) } catch {
+                        throw UsageError(error.message.replacingPrefix("--credential-algorithms", with: "--algorithms"))
+                    }
+                case "--leeway": settings.leewaySeconds = try args.number(arg, CredentialSettings.leewayRange)
+                case "--max-lifetime": settings.maxLifetimeSeconds = try args.number(arg, CredentialSettings.maxLifetimeRange)
+                case "--number-claim": settings.numberClaim = try args.value(arg, "a claim NAME")
+                case "--one-time": settings.oneTime = true
+                case "--replay-store": settings.replayStore = try args.value(arg, "a FILE")
+                case "--require-synced-clock":
+                    let text = try args.value(arg, "yes or no")
+                    switch text.lowercased() {
+                    case "yes", "true", "on", "1": settings.requireSyncedClock = true
+                    case "no", "false", "off", "0": settings.requireSyncedClock = false
+                    default: throw UsageError("--require-synced-clock: '\(text)' is not yes or no")
+                    }
+                default:
+                    if arg.hasPrefix("--") { throw UsageError("credential verify: unknown option \(arg) (see scangate credential --help)") }
+                    texts.append(arg)
+                }
+            }
+            let sources = (texts.isEmpty ? 0 : 1) + (images.isEmpty ? 0 : 1) + (fromStdin ? 1 : 0)
+            guard sources == 1 else { throw UsageError("credential verify takes a TEXT, --image FILE or --stdin (one of them)") }
+            guard settings.keys != nil else { throw UsageError("credential verify needs --keys FILE (the JWKS, PEM file or KID.pem directory of credential-keys)") }
+            do throws(UsageError) { try settings.validate() } catch {
+                throw UsageError(error.message.replacingPrefix("--credential-", with: "--"))
+            }
+            var payloads: [[UInt8]] = texts.map { Array($0.utf8) }
+            for file in images { payloads += try decodeImage(file) }
+            // Warnings (the clock, the replay store) go to stderr; each pass's verdict goes to stdout.
+            let logger = Logger(level: .warning) { line in
+                // "<4>message" from the logger; on a terminal: "scangate: message".
+                Logger.writeToStderr("scangate: " + (line.hasPrefix("<") ? String(line.dropFirst(3)) : line))
+            }
+            let policy: CredentialPolicy
+            do throws(UsageError) {
+                policy = try CredentialPolicy.make(settings: settings, logger: logger)
+            } catch {
+                throw UsageError(error.message.replacingPrefix("credential-keys ", with: "--keys ")
+                    .replacingPrefix("credential-replay-store ", with: "--replay-store "))
+            }
+            var allAccepted = true
+            let out = FileDescriptor(rawValue: 1)
+            func judge(_ payload: [UInt8]) {
+                let result = policy.evaluate(payload)
+                if case .failure = result { allAccepted = false }
+                _ = out.writeAll(Array((render(result, json: json) + "\n").utf8))
+            }
+            if fromStdin {
+                readLines(FileDescriptor(rawValue: 0)) { line in judge(line) }
+            } else {
+                payloads.forEach(judge)
+            }
+            return allAccepted ? ExitCode.success.rawValue : ExitCode.nothingFound.rawValue
+        } catch {
+            return usageError(error.message)
+        }
+    }
+
+    static func render(_ result: Result<VerifiedPass, Refusal>, json: Bool) -> String {
+        switch result {
+        case .success(let pass):
+            if json {
+                return JSONText.object([("verdict", JSONText.string("accepted")), ("credential", CredentialJSON.object(pass.info)),
+                                        ("claims", pass.claimsJSON)])
+            }
+            return "accepted \(pass.format.rawValue) pass: number \(Logger.escape(pass.number)), kid \(Logger.escape(pass.keyID)), "
+                + "jti \(pass.tokenID.map { Logger.escape($0) } ?? "-"), exp \(CredentialVerifier.time(pass.expiresAt))\n"
+                + "claims \(Logger.escapeControls(pass.claimsJSON))"
+        case .failure(let refusal):
+            if json {
+                return JSONText.object([("verdict", JSONText.string("rejected")), ("reason", JSONText.string(refusal.reason.rawValue)),
+                                        ("detail", JSONText.string(refusal.detail))])
+            }
+            return "refused: \(refusal.reason.rawValue): \(Logger.escape(refusal.detail))"
+        }
+    }
+
+    /// Every QR code in an image (a photo of a phone screen, a printed pass).
+    static func decodeImage(_ file: String) throws(UsageError) -> [[UInt8]] {
+        let image = try ImageFile.read(path: file)
+        var settings = imageDecoderDefaults()
+        settings.symbologies = [.qr]
+        settings.qrTextAsUTF8 = false
+        let decoder = try ImageDecoder(settings: settings)
+        let found = decoder.decode(width: image.width, height: image.height, luma: image.pixels)
+        guard !found.isEmpty else { throw UsageError("--image \(file): no QR code found") }
+        return found.map(\.data)
+    }
+
+    /// Calls `body` for each non-empty line of `fd` (CR LF or LF; a last line without one counts), as it
+    /// arrives: a scanner in keyboard mode types a pass and Enter.
+    static func readLines(_ fd: FileDescriptor, maxLine: Int = 8192, _ body: ([UInt8]) -> Void) {
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var overlong = false
+        func finish() {
+            if pending.last == 0x0D { pending.removeLast() }
+            if !pending.isEmpty && !overlong { body(pending) }
+            pending.removeAll(keepingCapacity: true)
+            overlong = false
+        }
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fd.read(into: $0) }
+            guard case .success(let count) = n, count > 0 else { break }
+            for b in chunk[0..<count] {
+                if b == 0x0A { finish(); continue }
+                if pending.count < maxLine { pending.append(b) } else { overlong = true }
+            }
+        }
+        finish()
+    }
+}
+
+extension String {
+    fileprivate func replacingPrefix(_ prefix: String, with replacement: String) -> String {
+        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
+    }
+}

@@ -1,0 +1,183 @@
+import Core
+import Platform
+import Synchronization
+import Settings
+
+/// The signed-pass check as a ReadPolicy (credential-format): a read whose payload is a valid pass
+/// stays accepted, with `credential` set and `doorData` the credential number (or the token, with
+/// credential-output = token); anything else is `.rejected(reason:)` with a RefusalReason's text.
+///
+/// Runs on the decode queue, once per reported read. It owns the replay store (one-time use), whose
+/// consume is durable before `judge` returns an accepted read. Nothing here logs a whole token:
+/// `TokenFingerprint` gives its first characters and a hash.
+public final class CredentialPolicy: ReadPolicy, Sendable {
+    public let settings: CredentialSettings
+    private let state: Mutex<State>
+    private let store: ReplayStore?
+    private let clock: ClockSyncCheck
+    private let now: @Sendable () -> Int64
+    private let logger: Logger
+
+    private struct State {
+        var verifier: CredentialVerifier
+        /// The clock's state at the last read (nil: not looked at yet), so a change is logged once.
+        var clockSynchronised: Bool?
+    }
+
+    /// - Parameters:
+    ///   - store: required when settings.oneTime (open it with `ReplayStore(path:)`).
+    ///   - clock: consulted at each read when settings.requireSyncedClock.
+    ///   - now: wall-clock seconds since the epoch.
+    public init(settings: CredentialSettings, keys: CredentialKeySet, store: ReplayStore?,
+                clock: @escaping ClockSyncCheck = ClockSync.kernel(),
+                now: @escaping @Sendable () -> Int64 = { WallClock.nowNanoseconds() / 1_000_000_000 },
+                logger: Logger) {
+        self.settings = settings
+        self.state = Mutex(State(verifier: CredentialVerifier(settings: settings, keys: keys), clockSynchronised: nil))
+        self.store = store
+        self.clock = clock
+        self.now = now
+        self.logger = logger
+    }
+
+    /// What `scangate run` does at start: validates the settings, loads credential-keys and, for
+    /// one-time use, opens the replay store. Each error names the option or file.
+    public static func make(settings: CredentialSettings, logger: Logger,
+                            clock: @escaping ClockSyncCheck = ClockSync.kernel()) throws(UsageError) -> CredentialPolicy {
+        try settings.validate()
+        let keys: CredentialKeySet
+        do throws(KeyFileError) {
+            keys = try CredentialKeySet.load(path: settings.keys ?? "")
+        } catch {
+            throw UsageError("credential-keys " + error.description)
+        }
+        var store: ReplayStore?
+        if settings.oneTime {
+            do throws(ReplayStoreError) {
+                store = try ReplayStore(path: settings.replayStore)
+            } catch {
+                throw UsageError(error.description)
+            }
+        }
+        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
+        logger.info("credentials: \(settings.summary); \(keys.summary)")
+        for note in keys.ignored { logger.notice("credential-keys: \(note)") }
+        if let store { logger.info("credentials: replay store \(store.path) holds \(store.entryCount) passes") }
+        return policy
+    }
+
+    /// SIGHUP: verifies with `keys` from the next read on. The daemon loads them
+    /// (`CredentialKeySet.load`) and keeps the old set when that fails.
+    public func replaceKeys(_ keys: CredentialKeySet) {
+        state.withLock { $0.verifier = CredentialVerifier(settings: settings, keys: keys) }
+        logger.info("credentials: reloaded \(keys.summary)")
+    }
+
+    /// SIGHUP: reloads credential-keys from its path; on failure keeps the keys in use and returns the
+    /// error (for the daemon to log).
+    @discardableResult
+    public func reloadKeys() -> KeyFileError? {
+        do throws(KeyFileError) {
+            replaceKeys(try CredentialKeySet.load(path: settings.keys ?? ""))
+            return nil
+        } catch {
+            logger.error("credentials: reload failed, keeping the keys in use: credential-keys \(error)")
+            return error
+        }
+    }
+
+    public var keys: CredentialKeySet { state.withLock { $0.verifier.keys } }
+
+    public func judge(_ event: inout ReadEvent) {
+        guard event.verdict.isAccepted else { return }
+        switch evaluate(event.symbol.data) {
+        case .success(let pass):
+            event.credential = pass.info
+            event.doorData = settings.output == .number ? Array(pass.number.utf8) : event.symbol.data
+        case .failure(let refusal):
+            event.verdict = .rejected(reason: refusal.reason.rawValue)
+            event.credential = nil
+        }
+    }
+
+    /// The whole check for one payload: the clock, the pass, then one-time use. Logs the outcome (the
+    /// clock refusal only when the clock's state changes).
+    public func evaluate(_ payload: [UInt8]) -> Result<VerifiedPass, Refusal> {
+        if settings.requireSyncedClock {
+            let status = clock()
+            let changed = state.withLock { s -> Bool in
+                defer { s.clockSynchronised = status.synchronised }
+                return s.clockSynchronised != status.synchronised
+            }
+            if !status.synchronised {
+                if changed {
+                    logger.warning("credentials: every pass is refused as 'clock not synchronised' until the clock is synchronised (\(status.detail))")
+                }
+                return .failure(Refusal(.clockNotSynchronised, status.detail))
+            }
+            if changed {
+                logger.notice("credentials: clock synchronised (\(status.detail)); passes are checked")
+            }
+        }
+        let verifier = state.withLock { $0.verifier }
+        let time = now()
+        var result = verifier.verify(payload, now: time)
+        if case .success(let pass) = result, settings.oneTime {
+            result = consume(pass, now: time)
+        }
+        switch result {
+        case .success(let pass):
+            logger.info("credential accepted: \(pass.format.rawValue) number \(Logger.escape(pass.number)) kid \(Logger.escape(pass.keyID))"
+                        + (pass.tokenID.map { " jti \(Logger.escape($0))" } ?? "") + " exp \(CredentialVerifier.time(pass.expiresAt))")
+        case .failure(let refusal):
+            let line = "credential refused: \(refusal.reason.rawValue) (\(TokenFingerprint.describe(payload))): \(Logger.escape(refusal.detail))"
+            if refusal.reason == .replayStoreFailed { logger.error(line) } else { logger.notice(line) }
+        }
+        return result
+    }
+
+    private func consume(_ pass: VerifiedPass, now time: Int64) -> Result<VerifiedPass, Refusal> {
+        guard let id = pass.tokenIDBytes else {
+            return .failure(Refusal(.malformed, "the pass has no \(pass.format == .jwt ? "jti" : "cti (7)"); credential-one-time needs one to use it once"))
+        }
+        guard let store else {
+            return .failure(Refusal(.replayStoreFailed, "credential-one-time is on but no replay store is open"))
+        }
+        let key: ReplayKey
+        do throws(CryptoError) {
+            key = try ReplayKey.make(format: pass.format, issuer: pass.issuer, tokenID: id)
+        } catch {
+            return .failure(Refusal(.replayStoreFailed, "cannot hash the jti: \(error)"))
+        }
+        let (until, overflow) = pass.expiresAtSeconds.addingReportingOverflow(Int64(settings.leewaySeconds) + 1)
+        switch store.consume(key, expiresAt: overflow ? Int64.max : until, now: time) {
+        case .fresh: return .success(pass)
+        case .replayed: return .failure(Refusal(.replayed, "jti \(pass.tokenID ?? "") was already used on this kiosk"))
+        case .failed(let why): return .failure(Refusal(.replayStoreFailed, "\(store.path): \(why); the pass is refused (fail closed)"))
+        }
+    }
+}
+
+/// How logs name a token without giving it away (an unused pass is a bearer secret): its first 8
+/// characters, its length and the first 8 hex digits of its SHA-256.
+public enum TokenFingerprint {
+    public static func describe(_ payload: [UInt8]) -> String {
+        let head = Logger.escape(bytes: Array(payload.prefix(8)))
+        let hash = (try? CryptoDigest.sha256(payload)).map { Hex.string($0.prefix(4), lowercase: true) } ?? "?"
+        return "\(head)... \(payload.count) bytes, sha256 \(hash)"
+    }
+}
+
+/// The `"credential":{...}` member of the JSON event line.
+public enum CredentialJSON {
+    /// `{"format":"jwt","number":"12345","kid":"site-2025","jti":"a1b2"|null,"exp":1764590000}`.
+    public static func object(_ info: CredentialInfo) -> String {
+        JSONText.object([
+            ("format", JSONText.string(info.format)),
+            ("number", JSONText.string(info.number)),
+            ("kid", JSONText.string(info.keyID)),
+            ("jti", info.tokenID.map { JSONText.string($0) } ?? "null"),
+            ("exp", String(info.expiresAt)),
+        ])
+    }
+}

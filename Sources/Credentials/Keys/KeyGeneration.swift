@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Core
+import Platform
+import Settings
+
+/// `scangate credential keygen`: a new signing key in DIR/KID.key (PKCS#8 PEM, mode 0600) and its public
+/// half added to DIR/credential-keys.jwks (mode 0644; created, or extended so old keys stay valid while
+/// passes signed with them are still around - rotation).
+public enum KeyGeneration {
+    public struct Written: Sendable {
+        public let keyID: String
+        public let privateKeyFile: String
+        public let jwksFile: String
+        /// Keys in the JWKS after the new one was added.
+        public let keysInSet: Int
+    }
+
+    public static let jwksName = "credential-keys.jwks"
+
+    public static func generate(directory: String, algorithm: SignatureAlgorithm, keyID chosen: String?) throws(KeyFileError) -> Written {
+        if !KeyFileReader.isDirectory(directory) {
+            guard mkdir(directory, 0o700) == 0 else { throw KeyFileError(file: directory, "cannot create the directory: \(Errno.current)") }
+        }
+        let key: PrivateKey
+        let publicKey: PublicKey
+        let kid: String
+        do throws(CryptoError) {
+            key = try PrivateKey.generate(algorithm)
+            publicKey = try key.publicKey()
+            if let chosen { kid = chosen } else { kid = try publicKey.defaultKeyID() }
+        } catch {
+            throw KeyFileError(file: directory, "key generation: \(error)")
+        }
+        guard kid.utf8.count <= 64, (try? CredentialKeySet.keyID(fromFileName: kid + ".pem")) == kid else {
+            throw KeyFileError(file: directory, "--kid must be 1-64 letters, digits, '.', '_' or '-' (it names the key file)")
+        }
+        let base = directory.hasSuffix("/") ? directory : directory + "/"
+        let jwksPath = base + jwksName
+        let privatePath = base + kid + ".key"
+        // The existing set, kept member for member (keys of other types included).
+        var entries: [String] = []
+        if access(jwksPath, F_OK) == 0 {
+            let bytes = try KeyFileReader.read(jwksPath, .publicKey)
+            let existing = try CredentialKeySet.parseJWKS(bytes, file: jwksPath)
+            guard existing.key(id: kid) == nil else { throw KeyFileError(file: jwksPath, key: "kid \(JSONText.string(kid))", "already holds this kid; choose another with --kid") }
+            do throws(JSONParseError) {
+                entries = (try JSONValue.parse(bytes)["keys"]?.arrayValue ?? []).map(\.text)
+            } catch {
+                throw KeyFileError(file: jwksPath, error.description)
+            }
+        }
+        let pem: [UInt8]
+        let jwk: String
+        do throws(CryptoError) {
+            pem = try key.pkcs8PEM()
+            var fields = try publicKey.jwkMembers().map { ($0.0, JSONText.string($0.1)) }
+            fields += [("kid", JSONText.string(kid)), ("alg", JSONText.string(algorithm.joseName)), ("use", JSONText.string("sig"))]
+            jwk = JSONText.object(fields)
+        } catch {
+            throw KeyFileError(file: privatePath, error.description)
+        }
+        try writeNew(privatePath, pem, mode: 0o600)
+        entries.append(jwk)
+        let text = "{\"keys\": [\n" + entries.map { "    " + $0 }.joined(separator: ",\n") + "\n]}\n"
+        try replace(jwksPath, Array(text.utf8), mode: 0o644)
+        return Written(keyID: kid, privateKeyFile: privatePath, jwksFile: jwksPath, keysInSet: entries.count)
+    }
+
+    /// Loads an unencrypted PEM private key (issue --key): mode 0600 or 0400, owned by root or this user.
+    public static func loadPrivateKey(_ path: String) throws(KeyFileError) -> PrivateKey {
+        let bytes = try KeyFileReader.read(path, .privateKey)
+        do throws(CryptoError) {
+            return try PrivateKey.fromPEM(bytes, subject: path)
+        } catch {
+            throw KeyFileError(file: path, error.detail)
+        }
+    }
+
+    /// Creates `path` (it must not exist) with `mode`, writes `bytes`, fsyncs.
+    static func writeNew(_ path: String, _ bytes: [UInt8], mode: mode_t) throws(KeyFileError) {
+        let fd: FileDescriptor
+        switch FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode) {
+        case .success(let f): fd = f
+        case .failure(let e): throw KeyFileError(file: path, e.rawValue == EEXIST ? "exists already; not overwritten" : "cannot create: \(e)")
+        }
+        let file = OwnedFileDescriptor(fd)
+        defer { file.close() }
+        // The umask may have taken bits away; set exactly the mode asked for.
+        guard fchmod(fd.rawValue, mode) == 0 else { throw KeyFileError(file: path, "chmod: \(Errno.current)") }
+        if case .failure(let e) = fd.writeAll(bytes) { throw KeyFileError(file: path, "write: \(e)") }
+        guard fsync(fd.rawValue) == 0 else { throw KeyFileError(file: path, "fsync: \(Errno.current)") }
+    }
+
+    /// Replaces `path` atomically (PATH.tmp, fsync, rename).
+    static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t) throws(KeyFileError) {
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        try writeNew(temporary, bytes, mode: mode)
+        guard rename(temporary, path) == 0 else {
+            let e = Errno.current
+            unlink(temporary)
+            throw KeyFileError(file: path, "rename: \(e)")
+        }
+        _ = ReplayStore.syncDirectory(of: path)
+    }
+}

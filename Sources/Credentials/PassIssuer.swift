@@ -1,0 +1,77 @@
+import Core
+import Settings
+
+/// What `scangate credential issue` puts in a pass.
+public struct PassRequest: Sendable {
+    public var format: CredentialFormat
+    /// The credential number, written as `sub`.
+    public var number: String
+    /// Seconds from `now` to exp.
+    public var lifetimeSeconds: Int64
+    public var audience: String?
+    public var issuer: String?
+    /// nil: the key's default kid (`PublicKey.defaultKeyID`, as keygen writes it in the JWKS).
+    public var keyID: String?
+    /// Adds a random jti (JWT, 12 base64url characters) or cti (CWT, 8 bytes), which one-time use consumes.
+    public var oneTime: Bool
+    /// Seconds since the epoch.
+    public var now: Int64
+
+    public init(format: CredentialFormat, number: String, lifetimeSeconds: Int64, audience: String? = nil,
+                issuer: String? = nil, keyID: String? = nil, oneTime: Bool = false, now: Int64) {
+        self.format = format
+        self.number = number
+        self.lifetimeSeconds = lifetimeSeconds
+        self.audience = audience
+        self.issuer = issuer
+        self.keyID = keyID
+        self.oneTime = oneTime
+        self.now = now
+    }
+}
+
+/// Issues passes with a private key: for a small site without a server, for tests and for the bench.
+/// A site with a server issues them with any JOSE or COSE library (docs/credentials.md shows PyJWT and cwt).
+public enum PassIssuer {
+    /// The pass as text: a JWS compact token, or `SG1:` + base45 of a COSE_Sign1.
+    ///
+    /// JWT claims: sub, iat, exp, and aud, iss, jti when asked. CWT claims: sub (2), exp (4), and aud (3),
+    /// iss (1), cti (7) when asked, with alg and kid in the protected header. A CWT leaves iat out: it
+    /// costs 6 bytes, and without it a typical one-time pass (8-digit number, 8-character kid) is 172
+    /// characters, which fits QR version 7 at ECC M (178); credential-max-lifetime-s then measures such a
+    /// pass from the time of the read.
+    public static func issue(_ request: PassRequest, key: PrivateKey) throws(CryptoError) -> String {
+        let kid: String
+        if let chosen = request.keyID { kid = chosen } else { kid = try key.publicKey().defaultKeyID() }
+        let expires = request.now.addingReportingOverflow(request.lifetimeSeconds)
+        guard !expires.overflow else { throw CryptoError("pass", "--ttl", "exp overflows") }
+        switch request.format {
+        case .jwt:
+            let header = JSONText.object([("alg", JSONText.string(key.algorithm.joseName)), ("kid", JSONText.string(kid))])
+            var claims: [(String, String)] = [("sub", JSONText.string(request.number))]
+            if let iss = request.issuer { claims.append(("iss", JSONText.string(iss))) }
+            if let aud = request.audience { claims.append(("aud", JSONText.string(aud))) }
+            claims.append(("iat", String(request.now)))
+            claims.append(("exp", String(expires.partialValue)))
+            if request.oneTime { claims.append(("jti", JSONText.string(Base64.urlEncode(try CryptoDigest.randomBytes(9))))) }
+            let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(JSONText.object(claims).utf8))
+            let signature = try key.sign(Array(input.utf8))
+            return input + "." + Base64.urlEncode(signature)
+        case .cwt:
+            let protected = CBORValue.map(CBORMap([
+                (.int(COSESign1.Label.alg), .int(key.algorithm.coseValue)),
+                (.int(COSESign1.Label.kid), .bytes(Array(kid.utf8))),
+            ]) ?? CBORMap()).encoded
+            var claims: [(CBORValue, CBORValue)] = []
+            if let iss = request.issuer { claims.append((.int(COSESign1.Claim.iss), .text(iss))) }
+            claims.append((.int(COSESign1.Claim.sub), .text(request.number)))
+            if let aud = request.audience { claims.append((.int(COSESign1.Claim.aud), .text(aud))) }
+            claims.append((.int(COSESign1.Claim.exp), .int(expires.partialValue)))
+            if request.oneTime { claims.append((.int(COSESign1.Claim.cti), .bytes(try CryptoDigest.randomBytes(8)))) }
+            let payload = CBORValue.map(CBORMap(claims) ?? CBORMap()).encoded
+            let signature = try key.sign(COSESign1.sigStructure(protected: protected, payload: payload))
+            let message = CBORValue.tagged(COSESign1.sign1Tag, .array([.bytes(protected), .map(CBORMap()), .bytes(payload), .bytes(signature)]))
+            return COSESign1.prefix + Base45.encode(message.encoded)
+        }
+    }
+}

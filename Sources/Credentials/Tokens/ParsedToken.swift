@@ -1,0 +1,38 @@
+import Settings
+/// A token split into what its signature covers and what selects the key, before anything in its claims
+/// is believed: the claims are parsed only after the signature verified.
+struct ParsedToken: Sendable {
+    let format: CredentialFormat
+    /// The algorithm as the token names it, for messages: `"HS256"`, `COSE -7`.
+    let algorithmName: String
+    /// nil: not an algorithm this program verifies (none, HS*, RS*, ...).
+    let algorithm: SignatureAlgorithm?
+    /// The kid, when the token has one. `keyIDIsText` is false for a COSE kid that is not UTF-8 (it then
+    /// matches no key).
+    let keyID: String?
+    let keyIDIsText: Bool
+    /// The bytes the signature covers: `header.payload` (JWS) or the Sig_structure (COSE).
+    let signingInput: [UInt8]
+    let signature: [UInt8]
+    /// The claims, still encoded: JSON (JWT) or CBOR (CWT).
+    let payload: [UInt8]
+}
+
+/// A token's claims after its signature verified, in one form for both formats.
+struct PassClaims: Sendable {
+    var issuer: String?
+    /// nil when the token has no aud; otherwise the one string or the array's strings.
+    var audience: [String]?
+    var expiresAt: Double?
+    var notBefore: Double?
+    var issuedAt: Double?
+    /// jti (JWT, its UTF-8 bytes) or cti (CWT, its bytes): what one-time use consumes.
+    var tokenID: [UInt8]?
+    /// How CredentialInfo and logs show the token id: the jti text, or the cti in lower-case hex.
+    var tokenIDText: String?
+    /// The credential-number-claim value as text, nil when absent.
+    var number: String?
+    /// Every claim as one JSON object (CWT labels by name: iss, sub, aud, exp, nbf, iat, cti), for
+    /// `scangate credential verify`.
+    var json: String
+}

@@ -1,0 +1,49 @@
+import Settings
+/// The token parsers on their own, before any signature is checked: for the fuzz targets and for
+/// diagnostics. Nothing here means a token is genuine.
+public enum TokenParser {
+    /// What a token's header says.
+    public struct Header: Equatable, Sendable {
+        public let format: CredentialFormat
+        public let algorithm: SignatureAlgorithm
+        public let keyID: String?
+        /// The bytes the signature must cover (JWS: `header.payload`; COSE: the Sig_structure).
+        public let signingInput: [UInt8]
+        public let signature: [UInt8]
+        /// The claims, still encoded.
+        public let payload: [UInt8]
+    }
+
+    /// What a token's claims say (not yet checked against a kiosk's settings).
+    public struct Claims: Equatable, Sendable {
+        public let issuer: String?
+        public let audience: [String]?
+        public let expiresAt: Double?
+        public let notBefore: Double?
+        public let issuedAt: Double?
+        public let tokenID: [UInt8]?
+        public let number: String?
+        public let json: String
+    }
+
+    public static func header(_ token: [UInt8], format: CredentialFormat) -> Result<Header, Refusal> {
+        do throws(Refusal) {
+            let parsed = format == .jwt ? try JWS.parse(token) : try COSESign1.parse(token)
+            guard let algorithm = parsed.algorithm else { throw Refusal(.algorithmNotAllowed, parsed.algorithmName) }
+            return .success(Header(format: parsed.format, algorithm: algorithm, keyID: parsed.keyID, signingInput: parsed.signingInput,
+                                   signature: parsed.signature, payload: parsed.payload))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    public static func claims(_ payload: [UInt8], format: CredentialFormat, numberClaim: String = "sub") -> Result<Claims, Refusal> {
+        do throws(Refusal) {
+            let c = format == .jwt ? try JWS.claims(payload, numberClaim: numberClaim) : try COSESign1.claims(payload, numberClaim: numberClaim)
+            return .success(Claims(issuer: c.issuer, audience: c.audience, expiresAt: c.expiresAt, notBefore: c.notBefore,
+                                   issuedAt: c.issuedAt, tokenID: c.tokenID, number: c.number, json: c.json))
+        } catch {
+            return .failure(error)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Core
+import Platform
+import Settings
+
+/// A pass whose signature and claims passed: what CredentialInfo, the log and one-time use need.
+public struct VerifiedPass: Equatable, Sendable {
+    public let format: CredentialFormat
+    public let algorithm: SignatureAlgorithm
+    public let number: String
+    public let keyID: String
+    /// jti (JWT) or cti in lower-case hex (CWT); nil when the pass has none.
+    public let tokenID: String?
+    /// The raw jti / cti bytes, for the replay store.
+    public let tokenIDBytes: [UInt8]?
+    public let issuer: String?
+    /// exp, seconds since the epoch (fractions kept).
+    public let expiresAt: Double
+    /// Every claim as a JSON object (for `scangate credential verify`).
+    public let claimsJSON: String
+
+    /// exp in whole seconds (a fraction rounds down).
+    public var expiresAtSeconds: Int64 {
+        guard expiresAt.isFinite, abs(expiresAt) < 9e18 else { return expiresAt > 0 ? Int64.max : Int64.min }
+        return Int64(expiresAt.rounded(.down))
+    }
+
+    public var info: CredentialInfo {
+        CredentialInfo(format: format.rawValue, number: number, keyID: keyID, tokenID: tokenID, expiresAt: expiresAtSeconds)
+    }
+}
+
+/// Verifies passes against a key set and the claim rules of CredentialSettings. A value: the daemon
+/// builds a new one when SIGHUP reloads the keys. Pure apart from libcrypto; time comes in as `now`.
+///
+/// The order of checks, and the reason each gives:
+/// 1. the format (JWT: three base64url parts; CWT: `SG1:` + base45 + COSE_Sign1) - malformed;
+/// 2. alg: EdDSA/Ed25519/ES256 (COSE -8/-19/-7/-9) within credential-algorithms - algorithm-not-allowed
+///    (none, HS256 even when "signed" with the public key as the secret, RS256, ...);
+/// 3. the key: the kid's key (not in the set: unknown-key; a key of another type: algorithm-not-allowed);
+///    a token without a kid is tried against every key of its algorithm (none: unknown-key);
+/// 4. the signature - bad-signature;
+/// 5. only now the claims are parsed (malformed), then exp (required) - expired, nbf - not-yet-valid,
+///    aud - wrong-audience, iss - wrong-issuer, the lifetime - lifetime-too-long, the number claim
+///    (required, 1-128 printable characters) - malformed.
+public struct CredentialVerifier: Sendable {
+    public let settings: CredentialSettings
+    public let keys: CredentialKeySet
+
+    public init(settings: CredentialSettings, keys: CredentialKeySet) {
+        self.settings = settings
+        self.keys = keys
+    }
+
+    /// The longest credential number door outputs are given.
+    public static let maxNumberLength = 128
+
+    public func verify(_ payload: [UInt8], now: Int64) -> Result<VerifiedPass, Refusal> {
+        do throws(Refusal) {
+            return .success(try check(payload, now: Double(now)))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func check(_ payload: [UInt8], now: Double) throws(Refusal) -> VerifiedPass {
+        let token = try parse(payload)
+        // ParsedToken carries an algorithm only when it is one of ours; the parsers refuse the rest.
+        guard let algorithm = token.algorithm else {
+            throw Refusal(.algorithmNotAllowed, "alg \(token.algorithmName) is not allowed")
+        }
+        guard settings.algorithms.contains(algorithm) else {
+            throw Refusal(.algorithmNotAllowed, "alg \(token.algorithmName) (\(algorithm)) is not in credential-algorithms (\(settings.algorithms.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let key = try verifySignature(token, algorithm)
+        let claims: PassClaims
+        switch token.format {
+        case .jwt: claims = try JWS.claims(token.payload, numberClaim: settings.numberClaim)
+        case .cwt: claims = try COSESign1.claims(token.payload, numberClaim: settings.numberClaim)
+        }
+        try checkTimes(claims, now: now)
+        try checkAudienceAndIssuer(claims)
+        guard let number = claims.number else {
+            throw Refusal(.malformed, "the pass has no \(JSONText.string(settings.numberClaim)) claim (credential-number-claim)")
+        }
+        guard !number.isEmpty, number.count <= Self.maxNumberLength,
+              number.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value) }) else {
+            throw Refusal(.malformed, "the number claim must be 1 to \(Self.maxNumberLength) characters without control characters")
+        }
+        if let id = claims.tokenID, id.isEmpty || id.count > 128 {
+            throw Refusal(.malformed, "jti/cti must be 1 to 128 bytes")
+        }
+        return VerifiedPass(format: token.format, algorithm: algorithm, number: number, keyID: key.keyID,
+                            tokenID: claims.tokenIDText, tokenIDBytes: claims.tokenID, issuer: claims.issuer,
+                            expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json)
+    }
+
+    func parse(_ payload: [UInt8]) throws(Refusal) -> ParsedToken {
+        switch settings.format {
+        case .off: throw Refusal(.malformed, "credential-format is off")
+        case .jwt: return try JWS.parse(payload)
+        case .cwt: return try COSESign1.parse(payload)
+        case .any: return COSESign1.hasPrefix(payload) ? try COSESign1.parse(payload) : try JWS.parse(payload)
+        }
+    }
+
+    /// Picks the key (kid, or every key of the algorithm when the token has none) and verifies.
+    func verifySignature(_ token: ParsedToken, _ algorithm: SignatureAlgorithm) throws(Refusal) -> CredentialKey {
+        let candidates: [CredentialKey]
+        if let kid = token.keyID {
+            guard token.keyIDIsText, let key = keys.key(id: kid) else {
+                throw Refusal(.unknownKey, "kid \(JSONText.string(kid)) is not in credential-keys (\(keys.keys.map(\.keyID).joined(separator: ", ")))")
+            }
+            guard key.algorithm == algorithm else {
+                throw Refusal(.algorithmNotAllowed, "kid \(JSONText.string(kid)) is \(key.algorithm.keyDescription); the pass says \(token.algorithmName)")
+            }
+            candidates = [key]
+        } else {
+            candidates = keys.keys(for: algorithm)
+            guard !candidates.isEmpty else {
+                throw Refusal(.unknownKey, "the pass has no kid and credential-keys holds no \(algorithm) key")
+            }
+        }
+        for key in candidates {
+            let valid: Bool
+            do throws(CryptoError) {
+                valid = try key.publicKey.verify(signature: token.signature, message: token.signingInput)
+            } catch {
+                throw Refusal(.badSignature, "libcrypto could not verify: \(error)")
+            }
+            if valid { return key }
+        }
+        if let kid = token.keyID {
+            throw Refusal(.badSignature, "the signature does not verify with key \(JSONText.string(kid))")
+        }
+        throw Refusal(.badSignature, "the pass has no kid and its signature verifies with none of the \(candidates.count) \(algorithm) keys")
+    }
+
+    func checkTimes(_ claims: PassClaims, now: Double) throws(Refusal) {
+        let leeway = Double(settings.leewaySeconds)
+        guard let exp = claims.expiresAt else { throw Refusal(.malformed, "the pass has no exp; passes must expire") }
+        guard now < exp + leeway else {
+            throw Refusal(.expired, "exp \(Self.time(exp)) is \(Self.whole(now - exp)) s ago (leeway \(settings.leewaySeconds) s)")
+        }
+        if let nbf = claims.notBefore, now + leeway < nbf {
+            throw Refusal(.notYetValid, "nbf \(Self.time(nbf)) is \(Self.whole(nbf - now)) s ahead (leeway \(settings.leewaySeconds) s)")
+        }
+        if settings.maxLifetimeSeconds > 0 {
+            let start = claims.notBefore ?? claims.issuedAt ?? now
+            let lifetime = exp - start
+            if lifetime > Double(settings.maxLifetimeSeconds) {
+                let from = claims.notBefore != nil ? "nbf" : claims.issuedAt != nil ? "iat" : "now"
+                throw Refusal(.lifetimeTooLong, "valid for \(Self.whole(lifetime)) s from \(from) to exp; credential-max-lifetime-s is \(settings.maxLifetimeSeconds)")
+            }
+        }
+    }
+
+    func checkAudienceAndIssuer(_ claims: PassClaims) throws(Refusal) {
+        switch (settings.audience, claims.audience) {
+        case (nil, nil): break
+        case (nil, .some(let aud)):
+            throw Refusal(.wrongAudience, "the pass is for \(aud.map { JSONText.string($0) }.joined(separator: ", ")) and credential-audience is not set")
+        case (.some(let wanted), nil):
+            throw Refusal(.wrongAudience, "the pass has no aud; credential-audience is \(JSONText.string(wanted))")
+        case (.some(let wanted), .some(let aud)):
+            guard aud.contains(wanted) else {
+                throw Refusal(.wrongAudience, "aud \(aud.map { JSONText.string($0) }.joined(separator: ", ")) does not include \(JSONText.string(wanted))")
+            }
+        }
+        if let wanted = settings.issuer {
+            guard let iss = claims.issuer else { throw Refusal(.wrongIssuer, "the pass has no iss; credential-issuer is \(JSONText.string(wanted))") }
+            guard iss == wanted else { throw Refusal(.wrongIssuer, "iss \(JSONText.string(iss)) is not \(JSONText.string(wanted))") }
+        }
+    }
+
+    /// A span in whole seconds for a message; a value beyond Int64 (a hostile exp of 1e300) is written as is.
+    static func whole(_ seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 9e18 else { return String(seconds) }
+        return String(Int64(seconds.rounded()))
+    }
+
+    /// "2026-11-30T14:01:23Z".
+    public static func time(_ seconds: Double) -> String {
+        guard seconds.isFinite, abs(seconds) < 9e9 else { return String(seconds) }
+        let millis = WallClock.rfc3339(nanoseconds: Int64(seconds.rounded(.down)) * 1_000_000_000)
+        return String(millis.prefix(19)) + "Z"
+    }
+}

@@ -1,0 +1,44 @@
+/// Why a pass is refused. `rawValue` is what the JSON line (`"rejected":"..."`), the log and
+/// `scangate credential verify` print.
+public enum RefusalReason: String, CaseIterable, Sendable {
+    /// The signature does not verify with the key the token names (or, without a kid, with any key of its type).
+    case badSignature = "bad-signature"
+    /// The token's kid is not among credential-keys (or, without a kid, no key of its algorithm is).
+    case unknownKey = "unknown-key"
+    /// `alg` is not EdDSA/Ed25519/ES256 (COSE -8/-19/-7/-9), is outside credential-algorithms, or does
+    /// not match the kind of key its kid names. `none` and HS* always land here.
+    case algorithmNotAllowed = "algorithm-not-allowed"
+    /// `now` is at or after exp + credential-leeway-s.
+    case expired
+    /// `now` + credential-leeway-s is before nbf.
+    case notYetValid = "not-yet-valid"
+    /// credential-audience is set and aud does not name it, or aud is present and credential-audience is not set.
+    case wrongAudience = "wrong-audience"
+    /// credential-issuer is set and iss is missing or different.
+    case wrongIssuer = "wrong-issuer"
+    /// exp minus the start of validity (nbf, else iat, else now) is more than credential-max-lifetime-s.
+    case lifetimeTooLong = "lifetime-too-long"
+    /// credential-one-time: this pass's jti (CWT: cti) was already accepted on this kiosk.
+    case replayed
+    /// Not a pass of an enabled format, or one that breaks its format's rules (syntax, sizes, duplicate
+    /// members, `crit`, a missing or mistyped claim, no jti while credential-one-time is on).
+    case malformed
+    /// credential-require-synced-clock: the kernel does not report the clock synchronised.
+    case clockNotSynchronised = "clock not synchronised"
+    /// credential-one-time: the replay store could not record the pass, so it is refused (fail closed).
+    /// Not in the list of reasons: a kiosk-side fault must not read as a fault of the pass.
+    case replayStoreFailed = "replay store failed"
+}
+
+/// A refusal: the reason, and one line saying what exactly was wrong, for the log (never the token).
+public struct Refusal: Error, Equatable, Sendable, CustomStringConvertible {
+    public let reason: RefusalReason
+    public let detail: String
+
+    public init(_ reason: RefusalReason, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+
+    public var description: String { "\(reason.rawValue): \(detail)" }
+}

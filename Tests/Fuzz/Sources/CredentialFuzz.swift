@@ -1,0 +1,97 @@
+import Core
+import Credentials
+
+/// Signed passes on hostile input: the JWS parser, base45, CBOR/COSE, and the JWKS reader.
+enum CredentialFuzz {
+    /// One fixed key set: a random input must never verify against it.
+    static let keys: CredentialKeySet = {
+        let x = Base64.urlDecode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo") ?? []   // RFC 8037's example key
+        let key = try? PublicKey.ed25519(x: x, subject: "fuzz")
+        return CredentialKeySet(keys: key.map { [CredentialKey(keyID: "k", publicKey: $0, source: "fuzz")] } ?? [], source: "fuzz")
+    }()
+
+    static func verifier(_ format: CredentialFormatSetting) -> CredentialVerifier {
+        var settings = CredentialSettings()
+        settings.format = format
+        settings.keys = "fuzz"
+        return CredentialVerifier(settings: settings, keys: keys)
+    }
+
+    static let now: Int64 = 1_800_000_000
+
+    /// The JWS compact parser and the JWT claims parser.
+    static func jws(_ bytes: [UInt8]) {
+        require(keys.keys.count == 1, "the RFC 8037 key loads")
+        if case .success(let header) = TokenParser.header(bytes, format: .jwt) {
+            let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+            require(dots.count == 2, "a parsed JWS has exactly two dots")
+            require(header.signingInput == Array(bytes[..<dots[1]]), "the signing input is header.payload as received")
+            require(bytes.count <= 4096, "the size limit holds")
+        }
+        // The same bytes as claims.
+        if case .success(let claims) = TokenParser.claims(bytes, format: .jwt) {
+            if case .failure(let e) = Result(catching: { try JSONValue.parse(claims.json) }) {
+                require(false, "claims JSON does not parse back: \(e)")
+            }
+        }
+        // No input verifies without the private key.
+        if case .success(let pass) = verifier(.jwt).verify(bytes, now: now) {
+            require(false, "a fuzz input verified as a pass: \(pass.number)")
+        }
+    }
+
+    /// base45: a decoded text is the one encoding of its bytes; bytes round-trip.
+    static func base45(_ bytes: [UInt8]) {
+        if let decoded = try? Base45.decode(bytes) {
+            require(Array(Base45.encode(decoded).utf8) == bytes, "base45 text that decodes is the canonical encoding of its bytes")
+        }
+        let encoded = Base45.encode(bytes)
+        require((try? Base45.decode(encoded)) == bytes, "base45 round trip")
+        require(encoded.utf8.count == bytes.count / 2 * 3 + (bytes.count % 2) * 2, "base45 length")
+    }
+
+    /// The CBOR decoder, the COSE_Sign1 reader and the CWT claims reader on raw CBOR bytes.
+    static func cose(_ bytes: [UInt8]) {
+        if let value = try? CBORValue.decode(bytes) {
+            let again = try? CBORValue.decode(value.encoded)
+            require(again == value || hasNaN(value), "CBOR re-encodes to an equal value")
+        }
+        let token = Array((COSESign1.prefix + Base45.encode(bytes)).utf8)
+        if case .success(let header) = TokenParser.header(token, format: .cwt) {
+            require(header.signingInput.starts(with: [0x84, 0x6A] + Array("Signature1".utf8)), "Sig_structure starts with Signature1")
+        }
+        if case .success(let claims) = TokenParser.claims(bytes, format: .cwt) {
+            if case .failure(let e) = Result(catching: { try JSONValue.parse(claims.json) }) {
+                require(false, "CWT claims JSON does not parse back: \(e)")
+            }
+        }
+        if case .success(let pass) = verifier(.cwt).verify(token, now: now) {
+            require(false, "a fuzz input verified as a CWT pass: \(pass.number)")
+        }
+    }
+
+    static func hasNaN(_ value: CBORValue) -> Bool {
+        switch value {
+        case .float(let d): return d.isNaN
+        case .array(let a): return a.contains(where: hasNaN)
+        case .map(let m): return m.entries.contains { hasNaN($0.key) || hasNaN($0.value) }
+        case .tagged(_, let v): return hasNaN(v)
+        default: return false
+        }
+    }
+
+    /// The JWKS reader: keys are unique, bounded, and written back they read the same.
+    static func jwks(_ bytes: [UInt8]) {
+        guard let set = try? CredentialKeySet.parseJWKS(bytes, file: "fuzz.jwks") else { return }
+        require(!set.keys.isEmpty && set.keys.count <= CredentialKeySet.maxKeys, "a loaded set has 1-64 keys")
+        require(Set(set.keys.map(\.keyID)).count == set.keys.count, "kids are unique")
+        require(set.keys.allSatisfy { !$0.keyID.isEmpty && $0.keyID.utf8.count <= CredentialKeySet.maxKeyIDLength }, "kids are 1-128 bytes")
+        guard let text = try? CredentialKeySet.jwksText(set.keys.map { ($0.keyID, $0.publicKey) }),
+              let again = try? CredentialKeySet.parseJWKS(Array(text.utf8), file: "again") else {
+            require(false, "a loaded set writes back as a JWKS that loads")
+            return
+        }
+        require(again.keys.map(\.keyID) == set.keys.map(\.keyID), "kids survive the round trip")
+        require(again.keys.map(\.algorithm) == set.keys.map(\.algorithm), "key types survive the round trip")
+    }
+}
