@@ -68,6 +68,8 @@ let package = Package(
                                                "Serial", "GPIO", "Sound", "Camera", "Simulator", "Replay",
                                                "CInih"],
                 swiftSettings: swiftSettings),
+        // The fleet connection: MQTT through libmosquitto, the on-disk event spool, commands, Home Assistant.
+        .target(name: "Fleet", dependencies: ["Core", "Platform", "CMosquitto"], swiftSettings: swiftSettings),
         // systemd integration: sd_notify, watchdog.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
@@ -84,7 +86,7 @@ let package = Package(
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera", "Decoding",
                                    "Debounce", "Pipeline", "Outputs", "Serial", "GPIO", "Sound", "Config",
-                                   "Service", "App", "Bench", "CShim"],
+                                   "Service", "App", "Bench", "CShim", "Fleet"],
                     swiftSettings: swiftSettings),
     ],
     cxxLanguageStandard: .cxx17
