@@ -118,4 +118,112 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertEqual(after.messages.first?.text, "offline")
         XCTAssertEqual(after.messages.first?.retained, true)
     }
+
+    /// The broker is stopped while 200 codes are read, then started again: every event arrives, in
+    /// order, none missing (the consumer keeps a persistent session, as a real one would).
+    func testBrokerOutageLosesNothingAndKeepsOrder() throws {
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let spool = try TestFiles.temporaryDirectory() + "/spool"
+        let prefix = "scangate/kiosk-1"
+        let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/event"], clientID: "consumer", persistent: true)
+        sub.waitSubscribed(port: broker.port)
+        let log = RecordingLog()
+        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        XCTAssertTrue(sub.wait(timeout: 15) { self.uniqueEvents($0).count == 20 })
+
+        broker.stop()
+        XCTAssertTrue(waitUntil(timeout: 10) { !output.link.connected }, "the output sees the broker go")
+        for seq in 21...220 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        XCTAssertTrue(waitUntil(timeout: 15) { output.link.spool.records == 200 }, "200 events durable in the spool: \(output.link.spool)")
+        XCTAssertEqual(output.health.state, .degraded)
+        XCTAssertNotNil(output.health.lastError)
+
+        try broker.start()
+        for seq in 221...240 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        XCTAssertTrue(sub.wait(timeout: 60) { self.uniqueEvents($0).count == 240 },
+                      "every event after the outage; got \(uniqueEvents(sub.messages).count)")
+        XCTAssertEqual(uniqueEvents(sub.messages).map { $0["seq"] as? Int }, Array(1...240), "in order, none missing")
+        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 0 }, "\(output.link.spool)")
+        XCTAssertEqual(output.link.dropped, 0)
+        XCTAssertTrue(log.contains("cannot connect to broker 127.0.0.1:\(broker.port)") || log.contains("lost the connection"),
+                      log.all.joined(separator: "\n"))
+        XCTAssertTrue(log.contains("sending 200 spooled events") || log.contains("spooled events"), log.all.joined(separator: "\n"))
+    }
+
+    /// The session is killed with events in the spool (the broker was down); a new output on the same
+    /// spool sends them when the broker is there, before newer events.
+    func testCrashWithEventsInTheSpoolThenRestartDeliversThem() throws {
+        let port = try FreePort.make()
+        let spool = try TestFiles.temporaryDirectory() + "/spool"
+        let first = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: RecordingLog())
+        for seq in 1...30 as ClosedRange<UInt64> { first.report(FleetTestEvents.event(seq: seq, text: "before the crash \(seq)")) }
+        XCTAssertTrue(waitUntil(timeout: 10) { first.link.spool.records == 30 }, "\(first.link.spool)")
+        let firstRun = first.ids.run
+        first.testHookCrash()
+
+        let broker = MQTTTestBrokerOnPort(port: port)
+        let b = try broker.make()
+        try b.start()
+        let sub = try MQTTTestSubscriber(port: port, topics: ["scangate/kiosk-1/event"])
+        sub.waitSubscribed(port: port)
+        let log = RecordingLog()
+        let second = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: log)
+        defer { second.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        XCTAssertTrue(log.contains("30 events not yet acknowledged by the broker will be sent again"), log.all.joined(separator: "\n"))
+        for seq in 1...5 as ClosedRange<UInt64> { second.report(FleetTestEvents.event(seq: seq, text: "after the restart \(seq)")) }
+        XCTAssertTrue(sub.wait(timeout: 20) { self.uniqueEvents($0).count == 35 }, "\(sub.messages.count)")
+        let events = uniqueEvents(sub.messages)
+        XCTAssertEqual(events.map { $0["data"] as? String },
+                       (1...30).map { "before the crash \($0)" } + (1...5).map { "after the restart \($0)" })
+        XCTAssertTrue(events.prefix(30).allSatisfy { ($0["id"] as? String)?.hasPrefix(firstRun + "-") == true },
+                      "the spooled events keep the ids they were given before the crash")
+        XCTAssertTrue(events.suffix(5).allSatisfy { ($0["id"] as? String)?.hasPrefix(second.ids.run + "-") == true })
+        XCTAssertNotEqual(firstRun, second.ids.run, "a new run value after a restart, so seq 1 again has a new id")
+    }
+
+    /// A full spool drops the oldest events, counts the drops and reports them (health, state, log).
+    func testFullSpoolDropsTheOldestCountsAndReportsThem() throws {
+        let port = try FreePort.make()
+        let spool = try TestFiles.temporaryDirectory() + "/spool"
+        var settings = FleetTestEvents.settings(port: port, spool: spool)
+        settings.spoolMaxMB = 1
+        let log = RecordingLog()
+        let output = try FleetTestEvents.output(settings, library: library, log: log)
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        // 400 events of about 4 KiB: more than 1 MiB, so the oldest must go.
+        let filler = String(repeating: "x", count: 4000)
+        for seq in 1...400 as ClosedRange<UInt64> {
+            output.report(FleetTestEvents.event(seq: seq, text: "\(seq) " + filler))
+            if seq % 50 == 0 { _ = waitUntil(timeout: 5) { output.link.spool.records + output.link.spool.droppedFull == seq } }
+        }
+        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records + output.link.spool.droppedFull == 400 }, "\(output.link.spool)")
+        let link = output.link
+        XCTAssertGreaterThan(link.spool.droppedFull, 100)
+        XCTAssertLessThanOrEqual(link.spool.bytes, 1 << 20)
+        XCTAssertEqual(output.health.errors, link.spool.droppedFull, "health counts the drops")
+        XCTAssertTrue(output.health.detail.contains("\(link.spool.droppedFull) dropped"), output.health.detail)
+        XCTAssertTrue(log.contains("the spool is full (mqtt-spool-max-mb = 1 MiB): dropped the oldest event (record 1,"),
+                      log.all.joined(separator: "\n"))
+        XCTAssertLessThan(log.all.filter { $0.contains("the spool is full") }.count, 5, "rate-limited")
+
+        let b = try MQTTTestBrokerOnPort(port: port).make()
+        try b.start()
+        let sub = try MQTTTestSubscriber(port: port, topics: ["scangate/kiosk-1/event", "scangate/kiosk-1/state"])
+        let kept = Int(link.spool.records)
+        XCTAssertTrue(sub.wait(timeout: 30) { self.uniqueEvents($0.filter { $0.topic.hasSuffix("/event") }).count == kept })
+        let seqs = uniqueEvents(sub.messages(on: "scangate/kiosk-1/event")).compactMap { $0["seq"] as? Int }
+        XCTAssertEqual(seqs, Array((400 - kept + 1)...400), "the newest survive, in order; the oldest were dropped")
+        XCTAssertTrue(sub.wait(timeout: 10) { !$0.filter { $0.topic.hasSuffix("/state") }.isEmpty })
+        let state = try XCTUnwrap(sub.messages(on: "scangate/kiosk-1/state").last?.json)
+        XCTAssertEqual((state["mqtt"] as? [String: Any])?["spool_dropped_full"] as? Int, Int(link.spool.droppedFull))
+    }
+}
+
+/// A broker on a given port (for a test whose output was already pointed at that port).
+struct MQTTTestBrokerOnPort {
+    let port: Int
+    func make() throws -> MQTTTestBroker { try MQTTTestBroker(port: port) }
 }
