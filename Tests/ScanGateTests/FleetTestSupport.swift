@@ -259,12 +259,22 @@ final class RecordingFeedbackSink: FeedbackSink {
     func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
 }
 
-/// A command handler that records pause/resume/reload and answers done.
+/// A command handler that records pause/resume/reload, keeps a daemon status as the daemon would
+/// (pause -> paused, resume -> scanning) and tells the status observer, and answers done.
 final class RecordingCommandHandler: MQTTCommandHandler {
     private let commands = Mutex<[MQTTDaemonCommand]>([])
+    private let current = Mutex<DaemonStatus>(.scanning)
+    private let observer = Mutex<(any StatusObserver)?>(nil)
     var performed: [MQTTDaemonCommand] { commands.withLock { $0 } }
+    var status: DaemonStatus { current.withLock { $0 } }
+    func observe(_ o: any StatusObserver) { observer.withLock { $0 = o } }
     func perform(_ command: MQTTDaemonCommand) -> MQTTCommandOutcome {
         commands.withLock { $0.append(command) }
+        let changed: DaemonStatus? = command == .pause ? .paused : (command == .resume ? .scanning : nil)
+        if let changed {
+            current.withLock { $0 = changed }
+            observer.withLock { $0 }?.statusChanged(changed)
+        }
         return .done(command.rawValue + "d")
     }
 }
