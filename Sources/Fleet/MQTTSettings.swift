@@ -189,8 +189,9 @@ public struct MQTTSettings: Equatable, Sendable {
     }
 }
 
-/// The settings after `resolve`: the values the session uses.
-public struct MQTTConfiguration: Sendable {
+/// The settings after `resolve`: the values the session uses. Its description and mirror leave the
+/// password out, so printing or dumping it cannot leak it.
+public struct MQTTConfiguration: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let settings: MQTTSettings
     public let clientID: String
     public let topics: MQTTTopics
@@ -206,6 +207,15 @@ public struct MQTTConfiguration: Sendable {
 
     public var host: String { settings.host }
     public var port: Int { settings.effectivePort }
+    public var description: String {
+        "MQTTConfiguration(\(brokerDescription), client id \(clientID), prefix \(topics.prefix)"
+            + (settings.username.isEmpty ? "" : ", user \(settings.username)") + (password == nil ? "" : ", password set") + ")"
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["settings": settings, "clientID": clientID, "topics": topics, "password": password == nil ? "none" : "(hidden)"])
+    }
+
     /// "broker mqtt.example:8883 (TLS)".
     public var brokerDescription: String { "broker \(host):\(port)\(settings.tlsEnabled ? " (TLS)" : "")" }
 }

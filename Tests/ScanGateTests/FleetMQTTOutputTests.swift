@@ -220,6 +220,45 @@ final class FleetMQTTOutputTests: XCTestCase {
         let state = try XCTUnwrap(sub.messages(on: "scangate/kiosk-1/state").last?.json)
         XCTAssertEqual((state["mqtt"] as? [String: Any])?["spool_dropped_full"] as? Int, Int(link.spool.droppedFull))
     }
+
+    /// A payload that imitates JSON or MQTT topics stays one event, with its exact bytes, on the event topic.
+    func testHostilePayloadsStayOneEventWithTheirExactBytes() throws {
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let spool = try TestFiles.temporaryDirectory() + "/spool"
+        let sub = try MQTTTestSubscriber(port: broker.port, topics: ["#"])
+        sub.waitSubscribed(port: broker.port)
+        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: RecordingLog())
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        let payloads: [[UInt8]] = [
+            Array(#""},"id":"forged","kiosk":"evil","x":{""#.utf8),
+            Array(#"{"id":"p9","expires":99999999999}"#.utf8),
+            Array("scangate/kiosk-1/cmd/pause".utf8),
+            Array("+/#".utf8),
+            Array("$SYS/broker/clients".utf8),
+            Array("line one\r\nline two\u{2028}\u{0}end\\".utf8),
+            [0xFF, 0xFE, 0x00, 0x7B, 0x22, 0x0A, 0x80],
+            Array(String(repeating: "}{\"", count: 700).utf8),
+        ]
+        for (i, p) in payloads.enumerated() { output.report(FleetTestEvents.event(seq: UInt64(i + 1), payload: p)) }
+        XCTAssertTrue(sub.wait(timeout: 20) { $0.filter { $0.topic == "scangate/kiosk-1/event" }.count == payloads.count })
+        let events = sub.messages(on: "scangate/kiosk-1/event")
+        XCTAssertEqual(events.count, payloads.count, "one message per read")
+        for (i, m) in events.enumerated() {
+            let json = try XCTUnwrap(m.json, "event \(i + 1) is one JSON object: \(m.text)")
+            XCTAssertEqual(json["id"] as? String, output.ids.id(seq: UInt64(i + 1)), "the id is ours, not one from the payload")
+            XCTAssertEqual(json["kiosk"] as? String, "kiosk-1")
+            let bytes: [UInt8]
+            if let text = json["data"] as? String {
+                bytes = Array(text.utf8)
+            } else {
+                bytes = [UInt8](try XCTUnwrap(Data(base64Encoded: try XCTUnwrap(json["data_base64"] as? String))))
+            }
+            XCTAssertEqual(bytes, payloads[i], "event \(i + 1) carries the payload's exact bytes")
+        }
+        let others = sub.messages.filter { !$0.topic.hasPrefix("scangate/kiosk-1/") || $0.topic.contains("/cmd/") }
+        XCTAssertEqual(others.map(\.topic), [], "nothing leaked onto another topic")
+    }
 }
 
 /// A broker on a given port (for a test whose output was already pointed at that port).
