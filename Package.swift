@@ -69,7 +69,7 @@ let package = Package(
                                                "CInih"],
                 swiftSettings: swiftSettings),
         // The fleet connection: MQTT through libmosquitto, the on-disk event spool, commands, Home Assistant.
-        .target(name: "Fleet", dependencies: ["Core", "Platform", "CMosquitto"], swiftSettings: swiftSettings),
+        .target(name: "Fleet", dependencies: ["Core", "Platform", "CMosquitto", "COpenSSL"], swiftSettings: swiftSettings),
         // systemd integration: sd_notify, watchdog.
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.

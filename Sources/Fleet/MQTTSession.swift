@@ -135,7 +135,7 @@ final class MQTTSession {
             client = try makeClient()
             try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds)
         } catch {
-            return .failed(error.description, wasConnected: false)
+            return .failed(describe(error, connected: false), wasConnected: false)
         }
         let callbacks = client.callbacks
         let connectTimeoutSeconds = max(10, configuration.settings.keepaliveSeconds)
@@ -212,11 +212,11 @@ final class MQTTSession {
             if rc != MOSQ_ERR_SUCCESS.rawValue {
                 let error = MQTTError("connection to", subject, code: rc, errno: rc == MOSQ_ERR_ERRNO.rawValue ? errnoAfterLoop : nil,
                                       detail: callbacks.lastError)
-                return .failed(error.isTLS ? "TLS with \(subject) failed: \(callbacks.lastError ?? error.description)" : error.description,
-                               wasConnected: connected)
+                return .failed(describe(error, connected: connected), wasConnected: connected)
             }
             if callbacks.disconnected != nil {
-                return .failed("the broker closed the connection" + (callbacks.lastError.map { " (\($0))" } ?? ""), wasConnected: connected)
+                return .failed("the broker closed the connection" + (callbacks.lastError.map { " (\($0))" } ?? "")
+                               + (connected ? "" : certificateHint()), wasConnected: connected)
             }
 
             let now = MonotonicInstant.now()
@@ -225,7 +225,7 @@ final class MQTTSession {
                     hangups += 1
                     if hangups >= 3 {
                         return .failed("the connection closed before the broker accepted it" + socketError(socket)
-                                       + (callbacks.lastError.map { " (\($0))" } ?? ""), wasConnected: false)
+                                       + (callbacks.lastError.map { " (\($0))" } ?? "") + certificateHint(), wasConnected: false)
                     }
                 }
                 if now >= connectDeadline {
@@ -275,6 +275,27 @@ final class MQTTSession {
                 }
             }
         }
+    }
+
+    /// The text of a failed call: TLS failures say so, with OpenSSL's reason; when the broker ended the
+    /// handshake and our client certificate is out of its dates, that is said too.
+    private func describe(_ error: MQTTError, connected: Bool) -> String {
+        if error.isTLS {
+            return "TLS with \(subject) failed: \(error.detail ?? MQTTError.text(code: error.code, errno: error.errno))" + certificateHint()
+        }
+        let handshake = !connected && configuration.settings.tlsEnabled
+            && (error.errno?.rawValue == EPROTO || error.code == MOSQ_ERR_CONN_LOST.rawValue || error.code == MOSQ_ERR_PROTOCOL.rawValue)
+        if handshake {
+            return "TLS with \(subject) failed: the broker ended the handshake (\(error.description))" + certificateHint()
+        }
+        return error.description
+    }
+
+    /// "; the client certificate mqtt-tls-cert /etc/... (CN=kiosk-1) expired on ... (the broker refuses it)", or "".
+    private func certificateHint() -> String {
+        let s = configuration.settings
+        guard s.tlsEnabled, !s.tlsCert.isEmpty, let problem = CertificateValidity.diagnose(s.tlsCert) else { return "" }
+        return "; " + problem + " (the broker refuses it)"
     }
 
     private func socketError(_ socket: Int32) -> String {
