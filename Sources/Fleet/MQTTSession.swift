@@ -144,6 +144,7 @@ final class MQTTSession {
         var hangups = 0
         var phase = StopPhase.running
         inflight = []
+        otherMids = [:]
         cursor = nil
         spoolExhausted = false
 
@@ -181,7 +182,7 @@ final class MQTTSession {
             if let code = callbacks.connack {
                 callbacks.connack = nil
                 guard code == 0 else {
-                    return .failed("the broker refused the connection: \(MosquittoClient.connackText(code))", wasConnected: false)
+                    return .failed("the broker refused the connection: \(MosquittoClient.reasonText(code))", wasConnected: false)
                 }
                 connected = true
                 do {
@@ -190,8 +191,19 @@ final class MQTTSession {
                     return .failed(error.description, wasConnected: true)
                 }
             }
-            for mid in callbacks.acknowledged { acknowledge(mid, phase: &phase) }
+            let answers = callbacks.acknowledged
             callbacks.acknowledged.removeAll(keepingCapacity: true)
+            for answer in answers {
+                if let refusal = acknowledge(answer.mid, reason: answer.reason, phase: &phase) {
+                    return .failed(refusal, wasConnected: true)
+                }
+            }
+            for sub in callbacks.subscribed where sub.granted >= 0x80 {
+                logger.error("mqtt: the broker refused the subscription to \(configuration.topics.commandFilter) "
+                             + "(\(MosquittoClient.reasonText(sub.granted))): commands will not arrive; check the broker's ACL",
+                             rateLimitKey: "mqtt-subscribe")
+            }
+            callbacks.subscribed.removeAll()
             let messages = callbacks.messages
             callbacks.messages.removeAll(keepingCapacity: true)
             for message in messages where connected {
@@ -308,11 +320,11 @@ final class MQTTSession {
     /// CONNACK accepted: `online`, discovery, the command subscription, the state; then the spool from its head.
     private func announce(_ client: MosquittoClient) throws(MQTTError) {
         let topics = configuration.topics
-        _ = try client.publish(topic: topics.status, payload: Array("online".utf8), qos: 1, retain: true)
+        _ = try publishOther(client, topic: topics.status, payload: Array("online".utf8), retain: true)
         if configuration.settings.homeAssistant {
             for m in HomeAssistantDiscovery.messages(clientID: configuration.clientID, topics: topics,
                                                      version: context.dependencies.state().version) {
-                _ = try client.publish(topic: m.topic, payload: Array(m.payload.utf8), qos: 1, retain: true)
+                _ = try publishOther(client, topic: m.topic, payload: Array(m.payload.utf8), retain: true)
             }
         }
         if configuration.settings.commands { _ = try client.subscribe(topics.commandFilter, qos: 1) }
@@ -346,13 +358,27 @@ final class MQTTSession {
         spoolExhausted = false
     }
 
-    /// A PUBACK: the acknowledged prefix of what is in flight leaves the spool.
-    private func acknowledge(_ mid: Int32, phase: inout StopPhase) {
+    /// A PUBACK: the acknowledged prefix of what is in flight leaves the spool. An event the broker
+    /// refused (reason 0x80 or more: not authorised, quota exceeded) stays in the spool: the text returned
+    /// ends the connection, and after the backoff it is sent again from the spool's head.
+    private func acknowledge(_ mid: Int32, reason: Int32, phase: inout StopPhase) -> String? {
+        if let topic = otherMids.removeValue(forKey: mid) {
+            if reason >= 0x80 {
+                logger.error("mqtt: the broker refused the message on \(topic): \(MosquittoClient.reasonText(reason)); check its ACL",
+                             rateLimitKey: "mqtt-refused-\(topic)")
+            }
+        }
         if case .offline(let offlineMid, let until) = phase, offlineMid == mid {
             phase = .offline(mid: -1, until: until)
-            return
+            return nil
         }
-        guard let i = inflight.firstIndex(where: { $0.mid == mid }) else { return }
+        guard let i = inflight.firstIndex(where: { $0.mid == mid }) else { return nil }
+        if reason >= 0x80 {
+            let text = "the broker refused an event on \(configuration.topics.event): \(MosquittoClient.reasonText(reason)); "
+                + "it stays in the spool (\(context.spool.depth.records) events) and is sent again after the backoff; check the broker's ACL"
+            logger.error("mqtt: " + text, rateLimitKey: "mqtt-event-refused")
+            return text
+        }
         inflight[i].acked = true
         var count = 0
         var last: SpoolPosition?
@@ -361,10 +387,21 @@ final class MQTTSession {
             inflight.removeFirst()
             count += 1
         }
-        guard let last else { return }
+        guard let last else { return nil }
         context.spool.acknowledge(upTo: last)
         context.state.withLock { $0.acknowledged += UInt64(count) }
         context.dependencies.onAcknowledged?(count)
+        return nil
+    }
+
+    /// Message ids of QoS 1 publishes other than events (status, state, results, discovery), with their topic.
+    var otherMids: [Int32: String] = [:]
+
+    private func publishOther(_ client: MosquittoClient, topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32 {
+        let mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: retain)
+        if otherMids.count > 1024 { otherMids.removeAll() }
+        otherMids[mid] = topic
+        return mid
     }
 
     // MARK: - State
@@ -378,7 +415,7 @@ final class MQTTSession {
         guard force || now >= nextState || key != lastStateKey else { return }
         let payload = FleetJSON.state(state, kiosk: configuration.clientID, link: context.linkStatus(),
                                       wallTimeNanoseconds: WallClock.nowNanoseconds())
-        _ = try client.publish(topic: configuration.topics.state, payload: Array(payload.utf8), qos: 1, retain: true)
+        _ = try publishOther(client, topic: configuration.topics.state, payload: Array(payload.utf8), retain: true)
         lastStateKey = key
         nextState = now.adding(milliseconds: Double(configuration.settings.stateIntervalSeconds) * 1000)
     }
@@ -421,7 +458,7 @@ final class MQTTSession {
         // Results go only to topics made of plain characters (a hostile name is logged, not echoed).
         guard name.utf8.count <= 32, name.utf8.allSatisfy(MQTTSettings.isIDByte) else { return }
         let text = result.json(kiosk: configuration.clientID, wallTimeNanoseconds: WallClock.nowNanoseconds())
-        _ = try client.publish(topic: configuration.topics.commandResult(name), payload: Array(text.utf8), qos: 1, retain: false)
+        _ = try publishOther(client, topic: configuration.topics.commandResult(name), payload: Array(text.utf8), retain: false)
     }
 
     private func act(_ command: MQTTCommand) -> MQTTCommandResult.Outcome {

@@ -67,9 +67,11 @@ final class MosquittoCallbacks {
     var connack: Int32?
     /// The disconnect's reason (0: we asked for it).
     var disconnected: Int32?
-    /// Message ids of QoS 1 publishes the broker acknowledged (PUBACK), in the order they came.
-    var acknowledged: [Int32] = []
-    var subscribed: [Int32] = []
+    /// QoS 1 publishes the broker answered (PUBACK), in the order they came: the message id and the
+    /// MQTT v5 reason code (below 0x80: accepted; 0x87: not authorised by the broker's ACL, ...).
+    var acknowledged: [(mid: Int32, reason: Int32)] = []
+    /// SUBACKs: the message id and the granted QoS of the first filter (0x80 and above: refused).
+    var subscribed: [(mid: Int32, granted: Int32)] = []
     struct Message {
         var topic: String
         var payload: [UInt8]
@@ -104,17 +106,25 @@ final class MosquittoClient {
             throw MQTTError("mosquitto_new", "client id \(clientID)", code: e == Errno(rawValue: EINVAL) ? MOSQ_ERR_INVAL.rawValue : MOSQ_ERR_NOMEM.rawValue)
         }
         handle = h
+        // MQTT v5: a PUBACK carries a reason code, so an event the broker's ACL refused is known as refused
+        // (under 3.1.1 the broker acknowledges it all the same and it would be lost without a trace).
+        let rc = mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            mosquitto_destroy(h)
+            throw MQTTError("mosquitto_int_option(PROTOCOL_VERSION, 5)", subject, code: rc)
+        }
         mosquitto_connect_callback_set(h) { _, context, rc in
             MosquittoClient.callbacks(context)?.connack = rc
         }
         mosquitto_disconnect_callback_set(h) { _, context, rc in
             MosquittoClient.callbacks(context)?.disconnected = rc
         }
-        mosquitto_publish_callback_set(h) { _, context, mid in
-            MosquittoClient.callbacks(context)?.acknowledged.append(mid)
+        mosquitto_publish_v5_callback_set(h) { _, context, mid, reason, _ in
+            MosquittoClient.callbacks(context)?.acknowledged.append((mid, reason))
         }
-        mosquitto_subscribe_callback_set(h) { _, context, mid, _, _ in
-            MosquittoClient.callbacks(context)?.subscribed.append(mid)
+        mosquitto_subscribe_callback_set(h) { _, context, mid, count, granted in
+            let first = count > 0 ? (granted?[0] ?? 0x80) : 0x80
+            MosquittoClient.callbacks(context)?.subscribed.append((mid, first))
         }
         mosquitto_message_callback_set(h) { _, context, message in
             guard let c = MosquittoClient.callbacks(context), let m = message?.pointee, let topic = m.topic else { return }
@@ -217,8 +227,8 @@ final class MosquittoClient {
     var socket: Int32 { mosquitto_socket(handle) }
     var wantsWrite: Bool { mosquitto_want_write(handle) }
 
-    /// CONNACK's code as text ("Connection Refused: not authorised.").
-    static func connackText(_ code: Int32) -> String { String(cString: mosquitto_connack_string(code)) }
+    /// An MQTT v5 reason code as text ("Not authorized").
+    static func reasonText(_ code: Int32) -> String { String(cString: mosquitto_reason_string(code)) + " (reason \(code))" }
 
     /// mosquitto_pub_topic_check: a topic a client may publish to (no wildcard, valid UTF-8, not too long).
     static func isPublishTopic(_ topic: String) -> Bool { mosquitto_pub_topic_check(topic) == MOSQ_ERR_SUCCESS.rawValue }
