@@ -97,6 +97,6 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial"],
+                          dependencies: ["Core", "Config", "Images", "Decoding", "Pipeline", "Outputs", "Serial", "Fleet"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

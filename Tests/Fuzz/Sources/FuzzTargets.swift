@@ -22,6 +22,7 @@ enum FuzzTargets {
         FuzzTarget(name: "logescape", summary: "Logger.escape(bytes:) and Logger.escape(_:)", run: OutputFuzz.logEscape),
         FuzzTarget(name: "labelunwarp", summary: "LabelUnwarp.flatten (decode-image's flattened-label pass)",
                    run: DecodingFuzz.labelUnwarp),
+        FuzzTarget(name: "mqttcommand", summary: "MQTTCommandParser.parse (MQTT commands) and the result message", run: MQTTCommandFuzz.run),
     ]
 
     static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
