@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate bench`: throughput, idle cost, latency, memory, start-up, as ratios measured in one run.
         .target(name: "Bench", dependencies: ["Core", "Platform", "CShim", "Simulator", "Decoding", "Debounce", "Pipeline",
-                                              "Outputs", "Serial", "GPIO"],
+                                              "Outputs", "Serial", "GPIO", "Fleet"],
                 swiftSettings: swiftSettings),
         // The commands (run, decode-image, make-code, ...), composed from all of the above.
         .target(name: "App", dependencies: ["Core", "Platform", "Images", "Simulator", "Replay", "Camera",
