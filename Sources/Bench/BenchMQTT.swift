@@ -65,6 +65,11 @@ public enum BenchMQTT {
     public static func run(latencySamples: Int = 500, burstEvents: Int = 10_000, spoolParent: String? = nil,
                            broker: String = "/usr/sbin/mosquitto") throws -> Report {
         let parent = try spoolParent ?? makeTemporaryDirectory()
+        defer {
+            removeTree(parent + "/latency-spool")
+            removeTree(parent + "/burst-spool")
+            if spoolParent == nil { removeTree(parent) }
+        }
         let latency = try pubackLatency(samples: latencySamples, spool: parent + "/latency-spool", broker: broker)
         let burst = try burstWithBrokerDown(events: burstEvents, spool: parent + "/burst-spool", broker: broker)
         return Report(latency: latency, burst: burst, spoolDirectory: parent)
@@ -163,6 +168,20 @@ public enum BenchMQTT {
         return condition()
     }
 
+    /// Removes a directory the bench made, and what is in it (files and directories of files).
+    static func removeTree(_ path: String) {
+        if let dir = opendir(path) {
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            closedir(dir)
+            for name in names where unlink(path + "/" + name) != 0 { removeTree(path + "/" + name) }
+        }
+        rmdir(path)
+    }
+
     static func makeTemporaryDirectory() throws -> String {
         var template = Array("/tmp/scangate-bench-mqtt-XXXXXX".utf8CString)
         guard let p = mkdtemp(&template) else { throw SystemError("mkdtemp", "/tmp/scangate-bench-mqtt-XXXXXX", .current) }
@@ -244,5 +263,8 @@ final class BenchBroker {
         pid = 0
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        BenchMQTT.removeTree(directory)
+    }
 }

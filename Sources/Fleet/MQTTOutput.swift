@@ -349,6 +349,10 @@ struct SpoolWriter {
                 break
             }
         }
+        let left = context.queuedCount
+        if left > 0 && !context.state.withLock({ $0.crash }) {
+            context.logger.error("mqtt: \(left) events could not be written to the spool before the stop and are lost")
+        }
         context.state.withLock { $0.spoolWriterDone = true }
         context.wake.signal()
         context.threadFinished()

@@ -109,10 +109,13 @@ final class MQTTSession {
 
     // MARK: - One connection
 
-    private func makeClient() throws(MQTTError) -> MosquittoClient {
+    /// A handle set up for `configuration`: the will (when `will`), credentials, TLS, the in-flight window.
+    static func makeClient(_ configuration: MQTTConfiguration, library: MosquittoLibrary, clientID: String? = nil,
+                           will: Bool = true) throws(MQTTError) -> MosquittoClient {
         let s = configuration.settings
-        let client = try MosquittoClient(library: context.dependencies.library, clientID: configuration.clientID, subject: subject)
-        try client.setWill(topic: configuration.topics.status, payload: Array("offline".utf8), qos: 1, retain: true)
+        let client = try MosquittoClient(library: library, clientID: clientID ?? configuration.clientID,
+                                         subject: "broker \(configuration.host):\(configuration.port)")
+        if will { try client.setWill(topic: configuration.topics.status, payload: Array("offline".utf8), qos: 1, retain: true) }
         if !s.username.isEmpty { try client.setCredentials(username: s.username, password: configuration.password) }
         if s.tlsEnabled {
             try client.setTLS(caFile: s.tlsCA == "system" ? nil : s.tlsCA, certFile: s.tlsCert.isEmpty ? nil : s.tlsCert,
@@ -132,7 +135,7 @@ final class MQTTSession {
     private func connection() -> End {
         let client: MosquittoClient
         do {
-            client = try makeClient()
+            client = try MQTTSession.makeClient(configuration, library: context.dependencies.library)
             try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds)
         } catch {
             return .failed(describe(error, connected: false), wasConnected: false)

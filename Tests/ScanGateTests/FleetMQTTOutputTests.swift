@@ -259,6 +259,77 @@ final class FleetMQTTOutputTests: XCTestCase {
         let others = sub.messages.filter { !$0.topic.hasPrefix("scangate/kiosk-1/") || $0.topic.contains("/cmd/") }
         XCTAssertEqual(others.map(\.topic), [], "nothing leaked onto another topic")
     }
+
+    func stateOutput(_ broker: MQTTTestBroker, interval: Int, camera: CameraState) throws -> MQTTOutput {
+        var settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        settings.stateIntervalSeconds = interval   // may be below validate()'s minimum of 5, to keep the test short
+        let configuration = MQTTConfiguration(settings: settings, clientID: "kiosk-1", topics: MQTTTopics(prefix: "scangate/kiosk-1"),
+                                              password: nil)
+        return try MQTTOutput(configuration: configuration, dependencies: MQTTOutputDependencies(
+            library: library, eventLine: EventLine.json,
+            state: { FleetState(status: .scanning, version: "t", uptimeSeconds: 1, components: [camera.health]) },
+            logger: RecordingLog().logger))
+    }
+
+    /// The retained state goes out on connect and then every interval.
+    func testStateIsPublishedEveryInterval() throws {
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let sub = try MQTTTestSubscriber(port: broker.port, topics: ["scangate/kiosk-1/state"])
+        sub.waitSubscribed(port: broker.port)
+        let output = try stateOutput(broker, interval: 1, camera: CameraState())
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        XCTAssertTrue(sub.wait(timeout: 10) { $0.count >= 3 }, "on connect, then every second: \(sub.messages.count)")
+        let times = sub.messages.compactMap { $0.json?["time"] as? String }
+        XCTAssertEqual(Set(times).count, times.count, "each a new document")
+    }
+
+    /// With an hour's interval, a change (the camera going down) still goes out at once.
+    func testStateIsPublishedOnChange() throws {
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let sub = try MQTTTestSubscriber(port: broker.port, topics: ["scangate/kiosk-1/state"])
+        sub.waitSubscribed(port: broker.port)
+        let camera = CameraState()
+        let output = try stateOutput(broker, interval: 3600, camera: camera)
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        XCTAssertTrue(sub.wait(timeout: 10) { $0.count == 1 }, "the state on connect")
+        camera.fail("VIDIOC_DQBUF: No such device (ENODEV)")
+        XCTAssertTrue(sub.wait(timeout: 10) { $0.count == 2 }, "the change, long before the interval")
+        let down = try XCTUnwrap(sub.messages.last?.json?["components"] as? [[String: Any]])
+        XCTAssertEqual(down.first?["state"] as? String, "down")
+        XCTAssertEqual(down.first?["last_error"] as? String, "VIDIOC_DQBUF: No such device (ENODEV)")
+        XCTAssertEqual(sub.messages.last?.retained, false, "live; a late subscriber gets the retained copy")
+        let late = try MQTTTestSubscriber(port: broker.port, topics: ["scangate/kiosk-1/state"])
+        XCTAssertTrue(late.wait(timeout: 10) { !$0.isEmpty })
+        XCTAssertEqual(late.messages.first?.retained, true)
+        XCTAssertEqual((late.messages.first?.json?["components"] as? [[String: Any]])?.first?["state"] as? String, "down")
+    }
+
+    func testTheDoctorProbeConnectsOrSaysWhyNot() throws {
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let settings = FleetTestEvents.settings(port: broker.port, spool: "/nonexistent/spool")
+        let ok = MQTTProbe.check(try settings.resolve(hostName: "h"), library: library, timeoutSeconds: 5)
+        XCTAssertEqual(ok, .connected("connected to broker 127.0.0.1:\(broker.port) as kiosk-1-doctor (MQTT v5)"))
+        broker.stop()
+        let down = MQTTProbe.check(try settings.resolve(hostName: "h"), library: library, timeoutSeconds: 5)
+        guard case .failed(let why) = down else { return XCTFail("\(down)") }
+        XCTAssertTrue(why.contains("Connection refused") || why.contains("connection closed") || why.contains("The connection was lost"), why)
+    }
+}
+
+/// A camera component whose health a test changes.
+final class CameraState: Sendable {
+    private let state = Mutex(ComponentHealth(name: "camera", state: .ok, detail: "sim"))
+    var health: ComponentHealth { state.withLock { $0 } }
+    func fail(_ error: String) {
+        state.withLock {
+            $0.state = .down
+            $0.lastError = error
+            $0.lastErrorAt = WallClock.nowNanoseconds()
+        }
+    }
 }
 
 /// A broker on a given port (for a test whose output was already pointed at that port).
