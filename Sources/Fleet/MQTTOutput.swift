@@ -309,7 +309,7 @@ struct SpoolWriter {
         var lastSync = MonotonicInstant.now()
         var failing = false
         while true {
-            _ = context.spoolSignal.wait(timeout: .now() + .milliseconds(failing ? 1000 : 500))
+            _ = context.spoolSignal.wait(timeout: .now() + .milliseconds(1000))
             let (stopping, crash) = context.state.withLock { ($0.stopping, $0.crash) }
             if crash { break }
             while true {

@@ -96,3 +96,41 @@ final class FleetTLSTests: XCTestCase {
         XCTAssertFalse(output.link.connected)
     }
 }
+
+/// mqtt-username and mqtt-password-file against a broker with a mosquitto_passwd file.
+final class FleetPasswordTests: XCTestCase {
+    func testUserAndPasswordFileAreAcceptedAndAWrongPasswordIsRefusedWithoutShowingIt() throws {
+        let library = try MosquittoLibrary()
+        let dir = try TestFiles.temporaryDirectory()
+        let passwd = Process()
+        passwd.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_passwd")
+        passwd.arguments = ["-c", "-b", dir + "/passwd", "kiosk-1", "right horse battery"]
+        try passwd.run()
+        passwd.waitUntilExit()
+        XCTAssertEqual(passwd.terminationStatus, 0)
+        let broker = try MQTTTestBroker(listener: { port, _ in
+            "listener \(port) 127.0.0.1\nallow_anonymous false\npassword_file \(dir)/passwd\n"
+        })
+        try broker.start()
+        let secret = dir + "/mqtt.pass"
+        try TestFiles.write("right horse battery\n", to: secret)
+        chmod(secret, 0o600)
+        var settings = FleetTestEvents.settings(port: broker.port, spool: dir + "/spool")
+        settings.username = "kiosk-1"
+        settings.passwordFile = secret
+        let log = RecordingLog()
+        let good = try FleetTestEvents.output(settings, library: library, log: log)
+        XCTAssertTrue(waitUntil(timeout: 10) { good.link.connected }, "\(good.link)")
+        good.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000))
+
+        try TestFiles.write("wrong staple\n", to: secret)
+        settings.spool = dir + "/spool2"
+        let bad = try FleetTestEvents.output(settings, library: library, log: log)
+        defer { bad.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
+        XCTAssertTrue(waitUntil(timeout: 10) { log.contains("the broker refused the connection") }, log.all.joined(separator: "\n"))
+        let line = try XCTUnwrap(log.all.first { $0.contains("the broker refused the connection") })
+        XCTAssertTrue(line.contains("Bad user name or password") || line.contains("Not authorized"), line)
+        XCTAssertFalse(log.all.joined().contains("staple") || log.all.joined().contains("horse"), "the password is never logged")
+        XCTAssertFalse(bad.link.connected)
+    }
+}
