@@ -113,7 +113,7 @@ final class FleetConsumerExampleTests: XCTestCase {
         out.fileHandleForReading.readabilityHandler = { h in
             let d = h.availableData
             if d.isEmpty { h.readabilityHandler = nil; return }
-            lines.withLock { c in
+            lines.state.withLock { c in
                 for b in d {
                     if b == 0x0A {
                         c.lines.append(MQTTTestSubscriber.Message(topic: "", payload: c.partial, retained: false))
@@ -124,7 +124,7 @@ final class FleetConsumerExampleTests: XCTestCase {
         }
         try consumer.run()
         defer { kill(consumer.processIdentifier, SIGTERM); consumer.waitUntilExit() }
-        func printed() -> [[String: Any]] { lines.withLock { $0.lines }.compactMap(\.json) }
+        func printed() -> [[String: Any]] { lines.state.withLock { $0.lines }.compactMap(\.json) }
 
         // Until it is subscribed: the same probe event again and again, printed once.
         let probe = #"{"id":"probe-1","kiosk":"probe","seq":0}"#

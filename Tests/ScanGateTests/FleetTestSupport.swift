@@ -149,9 +149,14 @@ final class MQTTTestSubscriber {
     }
 
     private let process = Process()
+    /// Lines read from a child's stdout, behind a Mutex (used directly, so its withLock bodies are what the
+    /// ThreadSanitizer suppression for Mutex recognises).
     final class Lines: Sendable {
-        let state = Mutex<(lines: [Message], partial: [UInt8])>(([], []))
-        func withLock<R>(_ body: (inout (lines: [Message], partial: [UInt8])) -> R) -> R { state.withLock { body(&$0) } }
+        struct State {
+            var lines: [Message] = []
+            var partial: [UInt8] = []
+        }
+        let state = Mutex(State())
     }
     private let collected = Lines()
     let readyTopic = "scangate-test/ready/\(UUID().uuidString)"
@@ -172,7 +177,7 @@ final class MQTTTestSubscriber {
         out.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil; return }
-            collected.withLock { c in
+            collected.state.withLock { c in
                 for b in data {
                     if b == 0x0A {
                         if let m = MQTTTestSubscriber.parse(c.partial) { c.lines.append(m) }
@@ -195,7 +200,7 @@ final class MQTTTestSubscriber {
     }
 
     /// Every message so far, except the readiness probes.
-    var messages: [Message] { collected.withLock { $0.lines }.filter { $0.topic != readyTopic } }
+    var messages: [Message] { collected.state.withLock { $0.lines }.filter { $0.topic != readyTopic } }
     func messages(on topic: String) -> [Message] { messages.filter { $0.topic == topic } }
 
     /// Waits until the subscription is in place: publishes to a probe topic until it comes back.
@@ -208,7 +213,7 @@ final class MQTTTestSubscriber {
             pub.standardError = FileHandle.nullDevice
             try? pub.run()
             pub.waitUntilExit()
-            if waitUntil(timeout: 0.5, { collected.withLock { $0.lines.contains { $0.topic == readyTopic } } }) { return }
+            if waitUntil(timeout: 0.5, { collected.state.withLock { $0.lines.contains { $0.topic == readyTopic } } }) { return }
         }
         XCTFail("mosquitto_sub did not subscribe within \(timeout) s", file: file, line: line)
     }
@@ -348,7 +353,7 @@ final class PahoPeer {
         out.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil; return }
-            lines.withLock { c in
+            lines.state.withLock { c in
                 for b in data {
                     if b == 0x0A {
                         c.lines.append(MQTTTestSubscriber.Message(topic: String(decoding: c.partial, as: UTF8.self), payload: [], retained: false))
@@ -363,7 +368,7 @@ final class PahoPeer {
     }
 
     /// The raw output lines.
-    var output: [String] { lines.withLock { $0.lines.map(\.topic) } }
+    var output: [String] { lines.state.withLock { $0.lines.map(\.topic) } }
 
     var connected: Bool { output.contains { $0.hasPrefix("CONNECTED 0") } }
 
