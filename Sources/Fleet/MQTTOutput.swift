@@ -70,6 +70,14 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     /// Opens (and recovers) the spool and starts the two threads; connecting happens on the session thread.
     public init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies, ids: EventIDs? = nil) throws {
         self.configuration = configuration
+        // libmosquitto's own checks, behind MQTTSettings's: every topic this output publishes and its filter.
+        let t = configuration.topics
+        for topic in [t.status, t.event, t.state, t.commandResult("pause")] where !MosquittoClient.isPublishTopic(topic) {
+            throw UsageError("mqtt-topic-prefix: '\(Logger.escape(topic))' is not a topic libmosquitto can publish to")
+        }
+        guard MosquittoClient.isSubscriptionFilter(t.commandFilter) else {
+            throw UsageError("mqtt-topic-prefix: '\(Logger.escape(t.commandFilter))' is not a subscription libmosquitto accepts")
+        }
         self.ids = try ids ?? EventIDs.random()
         let spool = try EventSpool(directory: configuration.settings.spool, limits: SpoolLimits(settings: configuration.settings),
                                    logger: dependencies.logger)

@@ -232,4 +232,6 @@ final class MosquittoClient {
 
     /// mosquitto_pub_topic_check: a topic a client may publish to (no wildcard, valid UTF-8, not too long).
     static func isPublishTopic(_ topic: String) -> Bool { mosquitto_pub_topic_check(topic) == MOSQ_ERR_SUCCESS.rawValue }
+    /// mosquitto_sub_topic_check: a valid subscription filter.
+    static func isSubscriptionFilter(_ filter: String) -> Bool { mosquitto_sub_topic_check(filter) == MOSQ_ERR_SUCCESS.rawValue }
 }

@@ -129,7 +129,9 @@ final class FleetMQTTOutputTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/event"], clientID: "consumer", persistent: true)
         sub.waitSubscribed(port: broker.port)
         let log = RecordingLog()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
+        let link = RecordingLinkObserver()
+        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log,
+                                                link: link)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 15) { self.uniqueEvents($0).count == 20 })
@@ -148,6 +150,8 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertEqual(uniqueEvents(sub.messages).map { $0["seq"] as? Int }, Array(1...240), "in order, none missing")
         XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 0 }, "\(output.link.spool)")
         XCTAssertEqual(output.link.dropped, 0)
+        XCTAssertEqual(link.seen.map(\.online), [true, false, true], "the link observer hears each change once")
+        XCTAssertEqual(Set(link.seen.map(\.output)), ["mqtt"])
         XCTAssertTrue(log.contains("cannot connect to broker 127.0.0.1:\(broker.port)") || log.contains("lost the connection"),
                       log.all.joined(separator: "\n"))
         XCTAssertTrue(log.contains("sending 200 spooled events") || log.contains("spooled events"), log.all.joined(separator: "\n"))

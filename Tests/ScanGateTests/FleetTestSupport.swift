@@ -255,6 +255,13 @@ final class RecordingLog: Sendable {
     }
 }
 
+/// A ControllerLinkObserver that records each change.
+final class RecordingLinkObserver: ControllerLinkObserver {
+    private let changes = Mutex<[(String, Bool)]>([])
+    var seen: [(output: String, online: Bool)] { changes.withLock { $0.map { ($0.0, $0.1) } } }
+    func controllerLink(_ output: String, online: Bool, detail: String) { changes.withLock { $0.append((output, online)) } }
+}
+
 /// A FeedbackSink that records what it was asked to play.
 final class RecordingFeedbackSink: FeedbackSink {
     private let played = Mutex<[(FeedbackRequest, String)]>([])
@@ -312,11 +319,12 @@ enum FleetTestEvents {
     static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: RecordingLog,
                        commands: MQTTCommandHandler? = nil, feedback: FeedbackSink? = nil,
                        state: @escaping @Sendable () -> FleetState = { FleetTestEvents.state() },
+                       link: ControllerLinkObserver? = nil,
                        onAcknowledged: (@Sendable (Int) -> Void)? = nil) throws -> MQTTOutput {
         let configuration = try settings.resolve(hostName: "testhost")
         return try MQTTOutput(configuration: configuration,
                               dependencies: MQTTOutputDependencies(library: library, eventLine: EventLine.json, state: state,
-                                                                   commands: commands, feedback: feedback, logger: log.logger,
+                                                                   commands: commands, feedback: feedback, link: link, logger: log.logger,
                                                                    onAcknowledged: onAcknowledged))
     }
 }
