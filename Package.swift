@@ -91,13 +91,16 @@ let package = Package(
         // and beeper inputs.
         .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "CGpiod"],
                 path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
+        // MQTT to the fleet's broker (libmosquitto): events, state, commands, a spool that loses nothing.
+        .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL"],
+                path: "Sources/Outputs/MQTT", swiftSettings: swiftSettings),
         // 7. Feedback: the one door in; GPIO and the beep play.
         .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
-                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Feedback", "GPIO", "Sound",
-                                                "Credentials"],
+                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "MQTT", "Feedback", "GPIO",
+                                                "Sound", "Credentials"],
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
@@ -109,13 +112,14 @@ let package = Package(
         // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
         // scoring, `bench` and `soak`.
         .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
-                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Credentials", "GPIO", "Feedback", "CShim",
+                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "Feedback",
+                                              "CShim",
                                               "CZbar", "CZXingShim"],
                 swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
         .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
                                             "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
-                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials"],
+                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials", "MQTT"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
@@ -123,7 +127,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "Tools", "App", "CShim", "OSDP", "Credentials"],
+                                   "Tools", "App", "CShim", "OSDP", "Credentials", "MQTT"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),
@@ -137,6 +141,6 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
                           dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
-                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials"],
+                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

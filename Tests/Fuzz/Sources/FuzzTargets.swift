@@ -30,6 +30,7 @@ enum FuzzTargets {
         FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
         FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose),
         FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
+        FuzzTarget(name: "mqttcommand", summary: "MQTTCommandParser.parse (MQTT commands) and the result message", run: MQTTCommandFuzz.run),
     ]
 
     static let byName: [String: FuzzTarget] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

@@ -1,0 +1,148 @@
+import Core
+import Platform
+import Service
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `scangate status [--json] [--socket PATH]`: asks the running daemon over its status socket and prints
+/// a summary (or the JSON document). No daemon: one line on stderr and exit 1.
+public enum StatusCommand {
+    public static let usage = """
+        usage: scangate status [--json] [--socket PATH]
+
+        Asks the running daemon how it is doing: status, uptime, frames, reads, drops, each device's
+        health with its last error, the controller link, the MQTT link and its spool.
+          --json         print the daemon's JSON document as it is
+          --socket PATH  the daemon's status socket (default \(StatusSocket.defaultPath()):
+                         $RUNTIME_DIRECTORY/status.sock, or /run/scangate/status.sock)
+          -h, --help     show this help
+        Exit 0 when the daemon answered; 1 when no daemon runs or it cannot be asked; 2 for a bad flag.
+        """
+
+    public static func run(_ args: [String]) -> Int32 {
+        var json = false
+        var path = StatusSocket.defaultPath()
+        var rest = args[...]
+        while let a = rest.popFirst() {
+            switch a {
+            case "-h", "--help":
+                write(usage + "\n", to: 1)
+                return ExitCode.success.rawValue
+            case "--json": json = true
+            case "--socket":
+                guard let p = rest.popFirst(), !p.isEmpty else { return usageError("status: --socket needs a path") }
+                path = p
+            default:
+                return usageError("status: unknown option '\(a)' (see scangate status --help)")
+            }
+        }
+        let answer: [UInt8]
+        switch ask(path) {
+        case .success(let bytes): answer = bytes
+        case .failure(let message):
+            write("scangate status: \(message.message)\n", to: 2)
+            return ExitCode.nothingFound.rawValue
+        }
+        if json {
+            write(String(decoding: answer, as: UTF8.self), to: 1)
+            return ExitCode.success.rawValue
+        }
+        do throws(UsageError) {
+            write(summary(try StatusReport(json: answer)), to: 1)
+            return ExitCode.success.rawValue
+        } catch {
+            write("scangate status: \(error)\n", to: 2)
+            return ExitCode.nothingFound.rawValue
+        }
+    }
+
+    struct Failure: Error { let message: String }
+
+    /// Connects, sends `status`, reads the answer (at most 1 MiB, 5 s).
+    static func ask(_ path: String) -> Result<[UInt8], Failure> {
+        guard path.utf8.count < 100 else { return .failure(Failure(message: "the socket path \(path) is too long")) }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return .failure(Failure(message: "socket: \(Errno.current)")) }
+        defer { close(fd) }
+        let rc = StatusSocketAddress.with(path) { connect(fd, $0, $1) }
+        if rc != 0 {
+            let e = Errno.current
+            switch e.rawValue {
+            case ENOENT, ECONNREFUSED:
+                return .failure(Failure(message: "no daemon is running (nothing answers on \(path))"))
+            case EACCES, EPERM:
+                return .failure(Failure(message: "cannot connect to \(path): \(e); run as root or as a member of group scangate"))
+            default:
+                return .failure(Failure(message: "cannot connect to \(path): \(e)"))
+            }
+        }
+        let descriptor = FileDescriptor(rawValue: fd)
+        guard case .success = descriptor.writeAll(Array("status\n".utf8)) else {
+            return .failure(Failure(message: "the daemon on \(path) closed the connection: \(Errno.current)"))
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = MonotonicInstant.now().adding(milliseconds: 5000)
+        while answer.count <= 1 << 20 {
+            let left = Int32(max(0, deadline.milliseconds(since: .now())))
+            guard left > 0, case .success(let events) = descriptor.poll(Int16(POLLIN), timeoutMilliseconds: left), events != 0 else {
+                return .failure(Failure(message: "the daemon on \(path) did not answer within 5 s"))
+            }
+            switch buffer.withUnsafeMutableBytes({ descriptor.read(into: $0) }) {
+            case .success(0):
+                guard !answer.isEmpty else { return .failure(Failure(message: "the daemon on \(path) closed the connection without an answer")) }
+                return .success(answer)
+            case .success(let n): answer += buffer[0..<n]
+            case .failure(let e): return .failure(Failure(message: "reading from \(path): \(e)"))
+            }
+        }
+        return .failure(Failure(message: "the daemon's answer on \(path) is longer than 1 MiB"))
+    }
+
+    /// The readable summary.
+    static func summary(_ r: StatusReport) -> String {
+        var lines = ["scangate \(r.version), pid \(r.pid): \(r.status), up \(duration(r.uptimeSeconds))"]
+        lines.append("frames: \(r.frames.captured) captured, \(r.frames.decoded) decoded, \(r.frames.dropped) dropped")
+        var reads = "reads: \(r.reads.reported) (\(r.reads.rejected) rejected)"
+        if let last = r.reads.lastAt { reads += ", last at \(WallClock.rfc3339(nanoseconds: last))" }
+        lines.append(reads)
+        let drops = r.drops.filter { $0.count > 0 }
+        lines.append("drops: " + (drops.isEmpty ? "none" : drops.map { "\($0.name) \($0.count)" }.joined(separator: ", ")))
+        if !r.devices.isEmpty {
+            let width = min(16, r.devices.map(\.name.count).max() ?? 0)
+            lines.append("devices:")
+            for d in r.devices {
+                var line = "  " + d.name.padding(width) + " " + d.state.rawValue.padding(8) + " " + Logger.escapeControls(d.detail)
+                if d.sent > 0 || d.errors > 0 { line += " (sent \(d.sent), errors \(d.errors))" }
+                lines.append(line)
+                if let e = d.lastError {
+                    let when = d.lastErrorAt.map { " at " + WallClock.rfc3339(nanoseconds: $0) } ?? ""
+                    lines.append("  " + "".padding(width) + " last error\(when): " + Logger.escapeControls(e))
+                }
+            }
+        }
+        if let c = r.controller {
+            lines.append("controller: \(c.name) \(c.online ? "online" : "offline") (\(Logger.escapeControls(c.detail)))")
+        }
+        if let m = r.mqtt {
+            lines.append("mqtt: \(m.connected ? "connected" : "not connected") (\(Logger.escapeControls(m.detail))); "
+                         + "spool \(m.spoolEvents) events (\(m.spoolBytes) bytes), \(m.dropped) dropped")
+        } else {
+            lines.append("mqtt: off")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(seconds)
+        if s < 60 { return "\(s) s" }
+        if s < 3600 { return "\(s / 60) min \(s % 60) s" }
+        if s < 86400 { return "\(s / 3600) h \(s % 3600 / 60) min" }
+        return "\(s / 86400) d \(s % 86400 / 3600) h"
+    }
+
+    private static func write(_ text: String, to fd: Int32) {
+        _ = FileDescriptor(rawValue: fd).writeAll(Array(text.utf8))
+    }
+}

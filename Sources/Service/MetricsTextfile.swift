@@ -1,0 +1,281 @@
+import Core
+import Dispatch
+import Platform
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The numbers the metrics file shows; the daemon fills it (the provider closure) at integration.
+public struct MetricsSnapshot: Sendable, Equatable {
+    public struct ReadCount: Sendable, Equatable {
+        public var symbology: String
+        /// "accepted" or "rejected".
+        public var verdict: String
+        public var count: UInt64
+        public init(symbology: String, verdict: String, count: UInt64) {
+            self.symbology = symbology
+            self.verdict = verdict
+            self.count = count
+        }
+    }
+
+    public struct OutputErrors: Sendable, Equatable {
+        public var output: String
+        public var count: UInt64
+        public init(output: String, count: UInt64) {
+            self.output = output
+            self.count = count
+        }
+    }
+
+    public var framesCaptured: UInt64 = 0
+    public var framesDecoded: UInt64 = 0
+    public var framesDropped: UInt64 = 0
+    public var reads: [ReadCount] = []
+    public var outputErrors: [OutputErrors] = []
+    public var decodeSeconds = MetricsHistogram.decodeTime()
+    public var cameraUp = false
+    /// nil: no output that talks to a controller (the gauge is left out).
+    public var controllerOnline: Bool?
+    /// nil: MQTT is off (its gauges are left out).
+    public var mqttConnected: Bool?
+    public var mqttSpoolEvents: UInt64?
+    public var mqttSpoolDropped: UInt64?
+    /// False in the last file written at exit.
+    public var up = true
+
+    public init() {}
+}
+
+/// A histogram with fixed upper bounds (seconds), as Prometheus keeps one.
+public struct MetricsHistogram: Sendable, Equatable {
+    public let bounds: [Double]
+    /// Observations per bucket (not cumulative); one more than `bounds` (the +Inf bucket).
+    public private(set) var counts: [UInt64]
+    public private(set) var sum: Double = 0
+
+    public init(bounds: [Double]) {
+        self.bounds = bounds.sorted()
+        counts = [UInt64](repeating: 0, count: bounds.count + 1)
+    }
+
+    /// 1 ms to 1 s: zbar on a 640x480 frame takes about 10-30 ms on a Pi-class machine.
+    public static func decodeTime() -> MetricsHistogram {
+        MetricsHistogram(bounds: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1])
+    }
+
+    public mutating func observe(_ seconds: Double) {
+        let i = bounds.firstIndex { seconds <= $0 } ?? bounds.count
+        counts[i] += 1
+        sum += seconds
+    }
+
+    public var count: UInt64 { counts.reduce(0, +) }
+}
+
+/// The Prometheus text exposition format (version 0.0.4), as the node exporter's textfile collector reads it.
+public enum PrometheusText {
+    /// A label value: backslash, double quote and line feed escaped.
+    public static func escapeLabel(_ value: String) -> String {
+        var out = ""
+        for c in value.unicodeScalars {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// HELP text: backslash and line feed escaped.
+    public static func escapeHelp(_ text: String) -> String {
+        text.replacingAll("\\", with: "\\\\").replacingAll("\n", with: "\\n")
+    }
+
+    /// A sample value: integers as integers, others in Go's float syntax.
+    static func value(_ v: Double) -> String {
+        if v.isNaN { return "NaN" }
+        if v.isInfinite { return v > 0 ? "+Inf" : "-Inf" }
+        if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
+        return String(v)
+    }
+
+    struct Family {
+        let name: String
+        let help: String
+        let type: String
+        var samples: [(suffix: String, labels: [(String, String)], value: String)] = []
+    }
+
+    static func render(_ families: [Family]) -> String {
+        var out = ""
+        for f in families {
+            out += "# HELP \(f.name) \(escapeHelp(f.help))\n# TYPE \(f.name) \(f.type)\n"
+            for s in f.samples {
+                out += f.name + s.suffix
+                if !s.labels.isEmpty {
+                    out += "{" + s.labels.map { "\($0.0)=\"\(escapeLabel($0.1))\"" }.joined(separator: ",") + "}"
+                }
+                out += " " + s.value + "\n"
+            }
+        }
+        return out
+    }
+
+    /// ScanGate's metrics.
+    public static func render(_ m: MetricsSnapshot) -> String {
+        func gauge(_ name: String, _ help: String, _ v: Double) -> Family {
+            Family(name: name, help: help, type: "gauge", samples: [("", [], value(v))])
+        }
+        func counter(_ name: String, _ help: String, _ v: UInt64) -> Family {
+            Family(name: name, help: help, type: "counter", samples: [("", [], String(v))])
+        }
+        var families: [Family] = [
+            gauge("scangate_up", "1 while the daemon runs; 0 in the file it leaves at exit.", m.up ? 1 : 0),
+            counter("scangate_frames_captured_total", "Frames the camera delivered.", m.framesCaptured),
+            counter("scangate_frames_decoded_total", "Frames the decoder looked at.", m.framesDecoded),
+            counter("scangate_frames_dropped_total", "Frames replaced by a newer one before they were decoded.", m.framesDropped),
+        ]
+        var reads = Family(name: "scangate_reads_total", help: "Reads reported, by symbology and verdict (accepted, rejected).", type: "counter")
+        for r in m.reads { reads.samples.append(("", [("symbology", r.symbology), ("verdict", r.verdict)], String(r.count))) }
+        families.append(reads)
+        var errors = Family(name: "scangate_output_errors_total", help: "Reads an output lost or could not send, by output.", type: "counter")
+        for e in m.outputErrors { errors.samples.append(("", [("output", e.output)], String(e.count))) }
+        families.append(errors)
+        var histogram = Family(name: "scangate_decode_seconds", help: "Time to decode one frame.", type: "histogram")
+        var cumulative: UInt64 = 0
+        for (i, bound) in m.decodeSeconds.bounds.enumerated() {
+            cumulative += m.decodeSeconds.counts[i]
+            histogram.samples.append(("_bucket", [("le", value(bound))], String(cumulative)))
+        }
+        histogram.samples.append(("_bucket", [("le", "+Inf")], String(m.decodeSeconds.count)))
+        histogram.samples.append(("_sum", [], value(m.decodeSeconds.sum)))
+        histogram.samples.append(("_count", [], String(m.decodeSeconds.count)))
+        families.append(histogram)
+        families.append(gauge("scangate_camera_up", "1 while the camera delivers frames.", m.cameraUp ? 1 : 0))
+        if let c = m.controllerOnline {
+            families.append(gauge("scangate_controller_online", "1 while the door controller is there (an OSDP panel polling).", c ? 1 : 0))
+        }
+        if let c = m.mqttConnected {
+            families.append(gauge("scangate_mqtt_connected", "1 while the MQTT broker is connected.", c ? 1 : 0))
+        }
+        if let d = m.mqttSpoolEvents {
+            families.append(gauge("scangate_mqtt_spool_events", "Events in the MQTT spool, not yet acknowledged by the broker.", Double(d)))
+        }
+        if let d = m.mqttSpoolDropped {
+            families.append(counter("scangate_mqtt_spool_dropped_total", "Events the MQTT spool dropped (full, too old, damaged).", d))
+        }
+        return render(families)
+    }
+}
+
+/// Writes the metrics in the node exporter's textfile-collector format every `intervalSeconds`, on its
+/// own thread: the Debian convention is /var/lib/prometheus/node-exporter/scangate.prom, read by
+/// prometheus-node-exporter's textfile collector. Each write is atomic: a temporary file in the same
+/// directory (named without the .prom the collector reads), then rename(2). At close, a last file with
+/// `scangate_up 0`, so a stopped daemon does not look alive.
+public final class MetricsTextfile: Sendable {
+    public let path: String
+    public let intervalSeconds: Double
+    private let writer: Writer
+    private let stop = DispatchSemaphore(value: 0)
+    private let thread: Mutex<PosixThread?>
+    private let closed = Atomic<Bool>(false)
+
+    public static let defaultPath = "/var/lib/prometheus/node-exporter/scangate.prom"
+
+    /// What the thread needs (not the MetricsTextfile itself, so dropping it closes it).
+    final class Writer: Sendable {
+        let path: String
+        let provider: @Sendable () -> MetricsSnapshot
+        let logger: Logger
+        let writes = Atomic<UInt64>(0)
+
+        init(path: String, provider: @escaping @Sendable () -> MetricsSnapshot, logger: Logger) {
+            self.path = path
+            self.provider = provider
+            self.logger = logger
+        }
+
+        func write(_ snapshot: MetricsSnapshot) throws(SystemError) {
+            let text = PrometheusText.render(snapshot)
+            let temporary = path + ".tmp"
+            let fd: FileDescriptor
+            switch FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644) {
+            case .success(let d): fd = d
+            case .failure(let e): throw SystemError("open", temporary, e)
+            }
+            // The umask may have taken read bits the node exporter needs.
+            _ = fchmod(fd.rawValue, 0o644)
+            if case .failure(let e) = fd.writeAll(Array(text.utf8)) {
+                _ = fd.close()
+                unlink(temporary)
+                throw SystemError("write", temporary, e)
+            }
+            _ = fd.close()
+            guard rename(temporary, path) == 0 else {
+                let e = Errno.current
+                unlink(temporary)
+                throw SystemError("rename to \(path)", temporary, e)
+            }
+            writes.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Checks the name, writes the first file and starts the thread.
+    public init(path: String = MetricsTextfile.defaultPath, intervalSeconds: Double = 5,
+                provider: @escaping @Sendable () -> MetricsSnapshot, logger: Logger) throws(SystemError) {
+        self.path = path
+        self.intervalSeconds = max(0.05, intervalSeconds)
+        self.thread = Mutex(nil)
+        guard path.hasSuffix(".prom") else {
+            throw SystemError("metrics-textfile (the name must end in .prom for the collector)", path, .invalidArgument)
+        }
+        let writer = Writer(path: path, provider: provider, logger: logger)
+        self.writer = writer
+        try writer.write(provider())
+        let stop = self.stop, interval = self.intervalSeconds
+        let t = try PosixThread(name: "metrics-file") {
+            while stop.wait(timeout: .now() + .milliseconds(Int(interval * 1000))) == .timedOut {
+                do {
+                    try writer.write(writer.provider())
+                } catch {
+                    writer.logger.warning("metrics-textfile: \(error)", rateLimitKey: "metrics-textfile")
+                }
+            }
+        }
+        thread.withLock { $0 = t }
+    }
+
+    deinit { close() }
+
+    /// Files written so far.
+    public var filesWritten: UInt64 { writer.writes.load(ordering: .relaxed) }
+
+    /// Renders `snapshot` and replaces the file atomically.
+    public func write(_ snapshot: MetricsSnapshot) throws(SystemError) { try writer.write(snapshot) }
+
+    /// Stops the thread and leaves a last file with scangate_up 0. Once.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        stop.signal()
+        thread.withLock { $0 }?.join()
+        var last = writer.provider()
+        last.up = false
+        do {
+            try writer.write(last)
+        } catch {
+            writer.logger.warning("metrics-textfile: \(error)")
+        }
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        return split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

@@ -1,0 +1,159 @@
+import Core
+import Foundation
+import Platform
+@testable import Service
+import XCTest
+
+/// The status socket and `scangate status` against it.
+final class ServiceStatusSocketTests: XCTestCase {
+    static func report() -> StatusReport {
+        StatusReport(status: "scanning", version: "0.1.0", pid: 4242, uptimeSeconds: 7384.2,
+                     frames: .init(captured: 1000, decoded: 990, dropped: 10),
+                     reads: .init(reported: 12, rejected: 2, lastAt: 1_800_000_000_123_000_000),
+                     drops: [.init(name: "stdout events", count: 0), .init(name: "mqtt spool", count: 3)],
+                     devices: [
+                        ComponentHealth(name: "camera", state: .ok, detail: "/dev/video0 640x480 YUYV"),
+                        ComponentHealth(name: "serial", state: .down, detail: "/dev/ttyUSB0", lastError: "write: Input/output error (EIO)",
+                                        lastErrorAt: 1_800_000_000_000_000_000, sent: 10, errors: 2),
+                     ],
+                     controller: .init(name: "osdp", online: true, detail: "polled by address 0"),
+                     mqtt: .init(connected: false, detail: "not connected: connection refused", spoolEvents: 5, spoolBytes: 1800, dropped: 3))
+    }
+
+    func socketPath() throws -> String { try TestFiles.temporaryDirectory() + "/run/" + StatusSocket.fileName }
+
+    /// Connects, sends `request`, reads to EOF.
+    func ask(_ path: String, _ request: String = "status\n") throws -> String {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        let rc = StatusSocketAddress.with(path) { connect(fd, $0, $1) }
+        guard rc == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func testAClientGetsTheJSONDocument() throws {
+        let path = try socketPath()
+        let log = RecordingLog()
+        let socket = try StatusSocket(path: path, group: "scangate", provider: { Self.report() }, logger: log.logger)
+        defer { socket.close() }
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        XCTAssertEqual(info.st_mode & S_IFMT, S_IFSOCK)
+        XCTAssertEqual(info.st_mode & 0o777, 0o660)
+        let answer = try ask(path)
+        XCTAssertTrue(answer.hasSuffix("}\n"))
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any])
+        XCTAssertEqual(json["status"] as? String, "scanning")
+        XCTAssertEqual(json["pid"] as? Int, 4242)
+        XCTAssertEqual((json["frames"] as? [String: Any])?["dropped"] as? Int, 10)
+        XCTAssertEqual((json["reads"] as? [String: Any])?["last"] as? String, "2027-01-15T08:00:00.123Z")
+        XCTAssertEqual((json["drops"] as? [String: Any])?["mqtt spool"] as? Int, 3)
+        let devices = try XCTUnwrap(json["devices"] as? [[String: Any]])
+        XCTAssertEqual(devices.map { $0["name"] as? String }, ["camera", "serial"])
+        XCTAssertEqual(devices[1]["last_error"] as? String, "write: Input/output error (EIO)")
+        XCTAssertEqual((json["controller"] as? [String: Any])?["online"] as? Bool, true)
+        XCTAssertEqual((json["mqtt"] as? [String: Any])?["spool_events"] as? Int, 5)
+        // The document reads back to the same report.
+        XCTAssertEqual(try StatusReport(json: Array(answer.utf8)), Self.report())
+        XCTAssertTrue(waitUntil(timeout: 5) { socket.connectionsServed == 1 })
+    }
+
+    /// The socket's group is the one named, when it exists (here an existing system group stands in for
+    /// scangate); a group that does not exist leaves the daemon's own.
+    func testTheSocketGetsTheGroupWhenItExists() throws {
+        guard let group = getgrnam("mosquitto") ?? getgrnam("daemon") else { throw FleetTestError("no group mosquitto or daemon to test with") }
+        let gid = group.pointee.gr_gid
+        let path = try socketPath()
+        let socket = try StatusSocket(path: path, group: String(cString: group.pointee.gr_name), provider: { Self.report() },
+                                      logger: RecordingLog().logger)
+        defer { socket.close() }
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        XCTAssertEqual(info.st_gid, gid)
+        XCTAssertEqual(info.st_mode & 0o777, 0o660)
+        let other = try StatusSocket(path: try socketPath(), group: "no-such-group-here", provider: { Self.report() }, logger: RecordingLog().logger)
+        other.close()
+    }
+
+    func testRequestsAreBounded() throws {
+        let path = try socketPath()
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        defer { socket.close() }
+        XCTAssertTrue(try ask(path, "hello\n").contains("unknown request \\\"hello\\\"; send 'status'"))
+        XCTAssertTrue(try ask(path, String(repeating: "x", count: 1000)).contains("a request is at most 256 bytes"))
+        // A client that connects and says nothing is dropped after the timeout, and the next one is served.
+        let silent = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertEqual(StatusSocketAddress.with(path) { connect(silent, $0, $1) }, 0)
+        XCTAssertTrue(try ask(path).contains("\"status\":\"scanning\""), "served after the silent one timed out")
+        var byte: UInt8 = 0
+        XCTAssertEqual(read(silent, &byte, 1), 0, "the silent client was closed")
+        close(silent)
+    }
+
+    func testAStaleSocketIsReplacedALiveOneIsAnErrorAndCloseRemovesIt() throws {
+        let path = try socketPath()
+        let first = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        XCTAssertThrowsError(try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)) { error in
+            XCTAssertTrue("\(error)".contains("another scangate answers on it"), "\(error)")
+        }
+        first.close()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "removed at close")
+        // A stale socket file (bound, its owner gone).
+        let stale = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertEqual(StatusSocketAddress.with(path) { bind(stale, $0, $1) }, 0)
+        close(stale)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path))
+        let second = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        defer { second.close() }
+        XCTAssertTrue(try ask(path).contains("\"pid\":4242"))
+    }
+
+    func testDefaultPathFollowsRuntimeDirectory() {
+        XCTAssertEqual(StatusSocket.defaultPath(environment: ["RUNTIME_DIRECTORY": "/run/scangate"]), "/run/scangate/status.sock")
+        XCTAssertEqual(StatusSocket.defaultPath(environment: ["RUNTIME_DIRECTORY": "/run/a:/run/b"]), "/run/a/status.sock")
+        XCTAssertEqual(StatusSocket.defaultPath(environment: [:]), "/run/scangate/status.sock")
+    }
+
+    // MARK: - scangate status
+
+    func testScangateStatusPrintsASummaryAndTheJSON() throws {
+        let path = try socketPath()
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        defer { socket.close() }
+        let summary = try ScangateProcess.run(["status", "--socket", path])
+        XCTAssertEqual(summary.status, 0, summary.stderr)
+        let lines = summary.stdoutLines
+        XCTAssertEqual(lines.first, "scangate 0.1.0, pid 4242: scanning, up 2 h 3 min")
+        XCTAssertTrue(lines.contains("frames: 1000 captured, 990 decoded, 10 dropped"), summary.stdoutText)
+        XCTAssertTrue(lines.contains("reads: 12 (2 rejected), last at 2027-01-15T08:00:00.123Z"), summary.stdoutText)
+        XCTAssertTrue(lines.contains("drops: mqtt spool 3"), summary.stdoutText)
+        XCTAssertTrue(lines.contains { $0.contains("serial") && $0.contains("down") && $0.contains("(sent 10, errors 2)") }, summary.stdoutText)
+        XCTAssertTrue(lines.contains { $0.contains("last error at 2027-01-15T08:00:00.000Z: write: Input/output error (EIO)") }, summary.stdoutText)
+        XCTAssertTrue(lines.contains("controller: osdp online (polled by address 0)"), summary.stdoutText)
+        XCTAssertTrue(lines.contains("mqtt: not connected (not connected: connection refused); spool 5 events (1800 bytes), 3 dropped"),
+                      summary.stdoutText)
+
+        let json = try ScangateProcess.run(["status", "--json", "--socket", path])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        XCTAssertEqual(try StatusReport(json: json.stdout), Self.report())
+    }
+
+    func testScangateStatusWithoutADaemonSaysSoAndExits1() throws {
+        let path = try socketPath()
+        let result = try ScangateProcess.run(["status", "--socket", path])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stdout, [])
+        XCTAssertEqual(result.stderr, "scangate status: no daemon is running (nothing answers on \(path))\n")
+        let bad = try ScangateProcess.run(["status", "--bogus"])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("unknown option '--bogus'"), bad.stderr)
+    }
+}
