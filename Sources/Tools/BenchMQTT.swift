@@ -226,15 +226,7 @@ public enum BenchMQTT {
 
     /// Removes a directory the bench made, and what is in it (files and directories of files).
     static func removeTree(_ path: String) {
-        if let dir = opendir(path) {
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(dir)
-            for name in names where unlink(path + "/" + name) != 0 { removeTree(path + "/" + name) }
-        }
+        for name in (try? Directory.entries(path)) ?? [] where unlink(path + "/" + name) != 0 { removeTree(path + "/" + name) }
         rmdir(path)
     }
 

@@ -32,6 +32,7 @@ final class FleetSpoolTests: XCTestCase {
     func testCRC32CheckValue() {
         XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926)
         XCTAssertEqual(CRC32.checksum([]), 0)
+        XCTAssertEqual(CRC32.checksum(Array("x123456789".utf8)[1...]), 0xCBF4_3926, "a slice")
     }
 
     func testRecordsSurviveReopenInOrderAndAcknowledgedOnesDoNot() throws {
