@@ -19,6 +19,8 @@ enum BenchCommand {
           latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
           wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
                        200 us-20 ms), min/p50/p99/max
+          osdp         OSDP POLL -> first reply byte on a pseudo-terminal, p50/p99/max, idle and while a
+                       thread decodes frames with zbar                               target < 200 ms (spec)
           memory       RSS after N frames (default 100000) and its growth           target <= 25 MB, no growth
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
@@ -120,6 +122,14 @@ enum BenchCommand {
         report.rows.append(.init(name: "Wiegand frames sent right to the bit", measured: "\(wiegand.framesSent)/\(wiegand.framesExpected)",
                                  target: "all", pass: wiegand.framesSent == wiegand.framesExpected))
 
+        options.progress("OSDP reply time")
+        // 200 polls every 50 ms (libosdp's CP polls that often), once idle and once while a thread decodes
+        // the traffic frames with zbar (the decode queue's work beside the link thread).
+        let osdpIdle = try BenchOSDP.pollLatency(polls: 200)
+        report.rows += BenchOSDP.rows(osdpIdle, label: "idle")
+        let osdpBusy = try BenchOSDP.pollLatency(polls: 200, decodeFrames: traffic)
+        report.rows += BenchOSDP.rows(osdpBusy, label: "while decoding")
+
         options.progress("start-up")
         let startup = try startupMilliseconds(rounds: options.rounds)
         report.rows.append(.init(name: "start-up to first decoded code", measured: "\(fmt(startup, 1)) ms",
@@ -142,6 +152,9 @@ enum BenchCommand {
         }
         report.figures = [("frames dropped (latency run, live 30 fps)", Double(lat.dropped)),
                           ("memory run seconds", mem.seconds),
+                          ("OSDP polls answered, idle (of \(osdpIdle.polls))", Double(osdpIdle.replies)),
+                          ("OSDP polls answered, while decoding (of \(osdpBusy.polls))", Double(osdpBusy.replies)),
+                          ("OSDP: frames zbar decoded meanwhile", Double(osdpBusy.decodes)),
                           ("bare zbar ms/frame (traffic)", 1000 / t.bareFPS),
                           ("full zbar pass ms/frame (idle scene)", idle.fullPassMs)]
         return report

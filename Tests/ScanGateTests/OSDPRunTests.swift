@@ -319,3 +319,69 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertEqual(granted.first?.milliseconds ?? 0, 200, accuracy: 3)
     }
 }
+
+/// `scangate doctor --osdp PTY ...` (the real binary) against libosdp's ControlPanel: the port, the polls
+/// heard and from which address, and whether the secure channel comes up with the key file.
+final class OSDPDoctorTests: XCTestCase {
+    var dir = ""
+    override func setUpWithError() throws { dir = try TestFiles.temporaryDirectory() }
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
+
+    /// Runs doctor on the peer's pty with `key` in the key file; the panel (with `panelKey`, EnforceSecure)
+    /// starts once doctor has the port open, as a panel that is already running would be heard.
+    func doctor(_ peer: OSDPControlPanelPeer, key: [UInt8], panelKey: [UInt8]?, address: Int = 0) throws -> (Int32?, [String]) {
+        let keyPath = dir + "/osdp-scbk"
+        try TestFiles.write(Hex.string(key) + "\n", to: keyPath)
+        XCTAssertEqual(chmod(keyPath, 0o600), 0)
+        let doctor = try DaemonUnderTest(["doctor", "--camera", "sim:HELLO", "--capture-seconds", "2", "--osdp", peer.device,
+                                          "--osdp-scbk-file", keyPath, "--osdp-state-file", dir + "/osdp-state",
+                                          "--osdp-address", String(address)])
+        defer { doctor.stop() }
+        XCTAssertTrue(waitUntil(30) { !doctor.descriptors(linkingTo: peer.device).isEmpty }, "doctor never opened \(peer.device)")
+        if let panelKey { peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(panelKey), "enforce_secure": true]) }
+        let status = doctor.waitForExit(seconds: 60)
+        return (status, doctor.stdout)
+    }
+
+    func row(_ lines: [String], _ check: String) -> String? {
+        lines.first { $0.hasPrefix(check + " ") }.map { String($0.dropFirst(check.count)).trimmingCharacters(in: .whitespaces) }
+    }
+
+    func testDoctorReportsThePortThePollsFromAddressZeroAndTheSecureChannelUp() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let key = (0..<16).map { UInt8(0x31 + $0 * 3) }
+        let (status, table) = try doctor(peer, key: key, panelKey: key)
+        XCTAssertEqual(status, 0, table.joined(separator: "\n"))
+        XCTAssertEqual(row(table, "osdp port"), "PASS    \(peer.device): 9600 baud 8N1, address 0")
+        let polls = try XCTUnwrap(row(table, "osdp polls"), "\(table)")
+        XCTAssertTrue(polls.hasPrefix("PASS    commands for address 0 ("), polls)
+        let secure = try XCTUnwrap(row(table, "osdp secure channel"), "\(table)")
+        XCTAssertTrue(secure.hasPrefix("PASS") && secure.contains("panel polling, secure channel up"), secure)
+        XCTAssertNotNil(peer.wait(for: "online", within: 1) { $0["sc"] as? Bool == true }, "the panel saw the reader online: \(peer.events)")
+        XCTAssertEqual(table.last, "7 passed, 0 failed")
+    }
+
+    func testDoctorWithTheWrongKeyFailsTheSecureChannelRowWithTheFix() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let (status, table) = try doctor(peer, key: (0..<16).map { UInt8($0) }, panelKey: (0..<16).map { UInt8(0xF0 - $0) })
+        XCTAssertEqual(status, 4, "another device failed while the camera passed: \(table)")
+        XCTAssertTrue(row(table, "osdp polls")?.hasPrefix("PASS") ?? false, "\(table)")
+        let secure = try XCTUnwrap(row(table, "osdp secure channel"), "\(table)")
+        XCTAssertTrue(secure.hasPrefix("FAIL    not up within 8 s"), secure)
+        XCTAssertTrue(table.contains { $0.contains("the panel's key and osdp-scbk-file must be the same key") }, "\(table)")
+    }
+
+    func testDoctorOnALineWhereThePanelPollsAnotherAddressSaysWhichOne() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let key = (0..<16).map { UInt8(0x40 + $0) }
+        let (status, table) = try doctor(peer, key: key, panelKey: key, address: 5)
+        XCTAssertEqual(status, 4, "\(table)")
+        let polls = try XCTUnwrap(row(table, "osdp polls"), "\(table)")
+        XCTAssertTrue(polls.hasPrefix("FAIL    none for address 5 in 2 s: commands for address 0"), polls)
+        XCTAssertTrue(table.contains { $0.contains("set osdp-address to the one the panel expects") }, "\(table)")
+        XCTAssertNil(row(table, "osdp secure channel"), "not tried without polls for this reader")
+    }
+}
