@@ -19,6 +19,8 @@ Checks:
 - osdp-run-plain: `--osdp-secure off`, a simulator scenario: online without the secure channel, one
   CardRead with the code's bytes, and a code over osdp-max-card-bytes refused for OSDP only (in the JSON
   line) and never sent.
+- osdp-doctor: `scangate doctor --osdp /dev/ttySN` with the panel starting once doctor holds the port: the
+  port, the commands for address 0, and the secure channel up with the key file.
 """
 import json
 import os
@@ -277,3 +279,38 @@ def osdp_run_plain(rig):
     require(len(cards) == 1, f"the panel got {len(cards)} CardReads: {cards}")
     return (f"{device}: online without the secure channel (sc={online['sc']}); one CardRead of 14 bytes; the 65-byte "
             f"code refused for OSDP only: \"{refused['osdp'][:60]}...\"")
+
+
+@check("osdp-doctor")
+def osdp_doctor(rig):
+    require(os.access(VENV_PYTHON, os.X_OK), f"no {VENV_PYTHON}: run scripts/python-env on the host")
+    device = osdp_uart()
+    panel = Panel(rig)
+    panel.wait(0, "ready", 60)
+    scbk = "0123456789ABCDEF0F1E2D3C4B5A6978"
+    key = key_file(f"/tmp/{rig.check_name}.scbk", scbk)
+    state = f"/tmp/{rig.check_name}.osdp-state"
+    argv = [rig.scangate, "doctor", "--camera", "sim:HIL-DOCTOR", "--capture-seconds", "3", "--osdp", device,
+            "--osdp-scbk-file", key, "--osdp-state-file", state]
+    doctor = rig.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def holds_port():
+        try:
+            return any(os.path.realpath(f"/proc/{doctor.pid}/fd/{fd}") == device
+                       for fd in os.listdir(f"/proc/{doctor.pid}/fd"))
+        except OSError:
+            return doctor.poll() is not None
+    wait_until(holds_port, 60, f"doctor to open {device}")
+    rig.on_cleanup(lambda: panel.send(cmd="teardown"))
+    panel.send(cmd="start", address=0, scbk=scbk, enforce_secure=True)
+    try:
+        out, err = doctor.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed("doctor did not finish within 90 s")
+    rows = {line.split("  ")[0]: line for line in out.splitlines() if line.startswith("osdp ")}
+    require(doctor.returncode == 0, f"doctor exited {doctor.returncode}: {out.strip()[-400:]} {err.strip()[-200:]}")
+    for name in ("osdp port", "osdp polls", "osdp secure channel"):
+        require(name in rows and " PASS " in rows[name], f"row {name!r}: {rows.get(name)!r} in {out!r}")
+    require("commands for address 0" in rows["osdp polls"], rows["osdp polls"])
+    require("secure channel up" in rows["osdp secure channel"], rows["osdp secure channel"])
+    return "; ".join(" ".join(rows[n].split()) for n in ("osdp port", "osdp polls", "osdp secure channel"))
