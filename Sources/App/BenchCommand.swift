@@ -22,6 +22,8 @@ enum BenchCommand {
           mqtt         event -> PUBACK p50/p99 against Debian's mosquitto on 127.0.0.1 (started here);
                        10,000 events with the broker down then up: spool and drain rates; decoding
                        throughput with an MQTT output on vs off                       target >= 97%
+          osdp         OSDP POLL -> first reply byte on a pseudo-terminal, p50/p99/max, idle and while a
+                       thread decodes frames with zbar                               target < 200 ms (spec)
           memory       RSS after N frames (default 100000) and its growth           target <= 25 MB, no growth
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
@@ -136,6 +138,13 @@ enum BenchCommand {
         report.rows.append(.init(name: "throughput with MQTT on / off",
                                  measured: "\(fmt(withMQTT.ratio * 100, 1))% (\(fmt(withMQTT.onFPS, 1)) / \(fmt(withMQTT.offFPS, 1)) fps, \(withMQTT.acknowledged)/\(withMQTT.reported) events acknowledged)",
                                  target: ">= 97%", pass: withMQTT.ratio >= 0.97 && withMQTT.acknowledged >= withMQTT.reported && withMQTT.reported > 0))
+        options.progress("OSDP reply time")
+        // 200 polls every 50 ms (libosdp's CP polls that often), once idle and once while a thread decodes
+        // the traffic frames with zbar (the decode queue's work beside the link thread).
+        let osdpIdle = try BenchOSDP.pollLatency(polls: 200)
+        report.rows += BenchOSDP.rows(osdpIdle, label: "idle")
+        let osdpBusy = try BenchOSDP.pollLatency(polls: 200, decodeFrames: traffic)
+        report.rows += BenchOSDP.rows(osdpBusy, label: "while decoding")
 
         options.progress("start-up")
         let startup = try startupMilliseconds(rounds: options.rounds)
@@ -159,6 +168,9 @@ enum BenchCommand {
         }
         report.figures = [("frames dropped (latency run, live 30 fps)", Double(lat.dropped)),
                           ("memory run seconds", mem.seconds),
+                          ("OSDP polls answered, idle (of \(osdpIdle.polls))", Double(osdpIdle.replies)),
+                          ("OSDP polls answered, while decoding (of \(osdpBusy.polls))", Double(osdpBusy.replies)),
+                          ("OSDP: frames zbar decoded meanwhile", Double(osdpBusy.decodes)),
                           ("bare zbar ms/frame (traffic)", 1000 / t.bareFPS),
                           ("full zbar pass ms/frame (idle scene)", idle.fullPassMs)]
         return report

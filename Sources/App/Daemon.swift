@@ -31,14 +31,26 @@ final class Daemon: @unchecked Sendable {
         var terminating = false
     }
     private let control = Mutex(Control())
+    /// `stop-timeout-ms` of the settings in force, for the signal thread (settings themselves are the main
+    /// thread's: a reload replaces them).
+    private let stopTimeoutMs = Atomic<Int>(3000)
     private let deadline = ShutdownDeadline()
 
-    init(configPath: String?, flags: [(OptionSpec, String)], settings: RunSettings, seams: DeviceSeams = DeviceSeams()) {
+    /// `logger`: where the log goes (stderr at the configured level unless given: in-process tests read it).
+    init(configPath: String?, flags: [(OptionSpec, String)], settings: RunSettings, seams: DeviceSeams = DeviceSeams(),
+         logger: Logger? = nil) {
         self.configPath = configPath
         self.flags = flags
         self.settings = settings
+        stopTimeoutMs.store(settings.service.stopTimeoutMs, ordering: .relaxed)
         self.seams = seams
-        self.logger = Logger(level: settings.logLevel)
+        self.logger = logger ?? Logger(level: settings.logLevel)
+    }
+
+    /// Stops the daemon as SIGTERM does, without the hard deadline: run() returns after closing everything.
+    func requestStop() {
+        let p = control.withLock { c in c.terminating = true; return c.pipeline }
+        p?.stopForSignal()
     }
 
     // MARK: pause and reload, from signals and from MQTT commands
@@ -98,10 +110,9 @@ final class Daemon: @unchecked Sendable {
 
         let signals = SignalHandlers()
         signals.on([SIGINT, SIGTERM]) { [self] sig in
-            let timeout = settings.service.stopTimeoutMs
+            let timeout = stopTimeoutMs.load(ordering: .relaxed)
             logger.notice("signal \(sig == SIGINT ? "SIGINT" : "SIGTERM"): stopping (within \(timeout) ms)")
-            let p = control.withLock { c in c.terminating = true; return c.pipeline }
-            p?.stopForSignal()
+            requestStop()
             deadline.arm(milliseconds: timeout, logger: logger) {
                 outputs.forceInactive()
                 hub.forceInactive()
@@ -196,6 +207,7 @@ final class Daemon: @unchecked Sendable {
             services.apply(new.service)
             hub.settings = new.feedback
             settings = new
+            stopTimeoutMs.store(new.service.stopTimeoutMs, ordering: .relaxed)
             logger.level = new.logLevel
             notifier.ready()
         }

@@ -35,6 +35,9 @@ public enum DoctorCommand {
           gpio      with --gpio-chip: the chip (label, name, path) and each configured line requested
           sound     with --beep: the ALSA device opened
           serial    with --serial: the port opened, speed and format read back from the driver
+          osdp      with --osdp: the port opened as run opens it, the panel's commands heard for the N seconds
+                    (to which addresses, secure or not), and unless osdp-secure = off the secure channel
+                    brought up with osdp-scbk-file for up to 8 s
 
         Options:
         \(own)

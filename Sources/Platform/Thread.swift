@@ -35,4 +35,17 @@ public final class PosixThread: @unchecked Sendable {
         joined = true
         pthread_join(handle, nil)
     }
+
+    /// Gives up waiting for it: a thread stuck in a blocking call past a close deadline ends on its own
+    /// (or with the process), and its resources are freed when it does. Called by its owner, once.
+    public func detach() {
+        guard !joined else { return }
+        joined = true
+        pthread_detach(handle)
+    }
+
+    deinit {
+        // Neither joined nor detached (an owner that gave up on it): never leak the finished thread.
+        if !joined { pthread_detach(handle) }
+    }
 }

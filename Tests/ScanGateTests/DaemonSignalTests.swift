@@ -11,10 +11,12 @@ final class DaemonSignalTests: XCTestCase {
     final class Lines: @unchecked Sendable {
         private let lines = Mutex<[String]>([])
         private let partial = Mutex<[UInt8]>([])
+        /// Signalled once at end of file: every line the child wrote has been collected.
+        let ended = DispatchSemaphore(value: 0)
         func attach(_ handle: FileHandle) {
             handle.readabilityHandler = { [self] h in
                 let data = h.availableData
-                guard !data.isEmpty else { h.readabilityHandler = nil; return }
+                guard !data.isEmpty else { h.readabilityHandler = nil; ended.signal(); return }
                 partial.withLock { p in
                     p += data
                     while let nl = p.firstIndex(of: 0x0A) {

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import XCTest
+import Settings
 
 /// deploy/scangate.service, checked by systemd's own tools (systemd is installed by scripts/install-deps deb;
 /// a missing tool fails these tests, it never skips them).
@@ -182,6 +183,21 @@ final class DeployUnitTests: XCTestCase {
         XCTAssertEqual(Set(try values("DeviceAllow")),
                        ["char-video4linux rw", "char-gpiochip rw", "char-ttyS rw", "char-ttyUSB rw", "char-ttyACM rw",
                         "char-ttyAMA rw", "char-alsa rw"])
+    }
+
+    /// The OSDP key and state files default to /var/lib/scangate, which the unit makes (StateDirectory=)
+    /// owned by the service user and writable under ProtectSystem=strict: a KEYSET or COMSET can be saved.
+    func testTheOSDPKeyAndStateFilesAreInTheUnitsStateDirectory() throws {
+        XCTAssertEqual(try values("StateDirectory"), ["scangate scangate/metrics"])
+        // Others may pass through (to metrics/scangate.prom) but not list; the key file itself must be 0600
+        // (the OSDP output refuses anything group or others can read).
+        XCTAssertEqual(try values("StateDirectoryMode"), ["0711"])
+        XCTAssertEqual(try values("RuntimeDirectory"), ["scangate"])
+        XCTAssertEqual(try values("ProtectSystem"), ["strict"])
+        let defaults = OSDPSettings()
+        for path in [defaults.scbkFile, defaults.stateFile] {
+            XCTAssertTrue(path.hasPrefix("/var/lib/scangate/"), "\(path) is outside the unit's StateDirectory")
+        }
     }
 
     func testHardening() throws {

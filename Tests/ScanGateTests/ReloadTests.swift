@@ -117,7 +117,7 @@ final class ReloadTests: XCTestCase {
                        "opened once: \(daemon.stderr)")
         XCTAssertFalse(daemon.stderr.contains { $0.contains("serial: settings changed") })
 
-        XCTAssertEqual(daemon.stop(), 0)
+        XCTAssertEqual(daemon.stop(), 0, daemon.stderr.suffix(60).joined(separator: "\n"))
         let events = daemon.stdout.filter { $0.contains("\"data\":\"R\"") }.count
         let frames = pty.drain().split(separator: 0x0A).filter { $0.elementsEqual(Array("R\r".utf8)) }.count
         XCTAssertGreaterThanOrEqual(events, 4)
@@ -167,6 +167,9 @@ final class DaemonUnderTest: @unchecked Sendable {
     func waitForExit(seconds: Double) -> Int32? {
         if let status = finished.withLock({ $0 }) { return status }
         guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        // The exit can be seen before the last lines are read: wait for end of file on both pipes too.
+        _ = out.ended.wait(timeout: .now() + 5)
+        _ = err.ended.wait(timeout: .now() + 5)
         let status = process.terminationStatus
         finished.withLock { $0 = status }
         return status

@@ -108,6 +108,9 @@ final class SerialRepliesTests: XCTestCase {
         var event = serialEvent(1, "CARD-1", emittedAt: clock.now())
         XCTAssertEqual(out.offer(event), .taken)
         XCTAssertEqual(pty.read(count: 8), Array("CARD-1\r\n".utf8))
+        // The reply window starts when the writer has finished with the frame (it logs that), not when the
+        // far end has read it: wait for that before moving the clock.
+        XCTAssertTrue(log.wait(for: "seq 1 sent"), "\(log.all)")
         clock.advance(milliseconds: 501)
         send(pty, Array("OK\n".utf8))
         XCTAssertTrue(log.wait(for: "reply 'OK' from \(pty.name) with no code outstanding (none sent in the last 500 ms); ignored"),
@@ -117,6 +120,7 @@ final class SerialRepliesTests: XCTestCase {
         event = serialEvent(2, "CARD-2", emittedAt: clock.now())
         XCTAssertEqual(out.offer(event), .taken)
         XCTAssertEqual(pty.read(count: 8), Array("CARD-2\r\n".utf8))
+        XCTAssertTrue(log.wait(for: "seq 2 sent"), "\(log.all)")
         clock.advance(milliseconds: 499)
         send(pty, Array("NO\n".utf8))
         XCTAssertTrue(feedback.wait(for: 1), "\(log.all)")

@@ -118,6 +118,7 @@ public final class StdoutOutput: ReportOutput, HealthReporting {
         if drained.wait(timeout: .now() + .milliseconds(Int(ms.rounded(.up)))) == .timedOut {
             let left = state.withLock { $0.lines.count - $0.head }
             logger.warning("stdout: \(left) line\(left == 1 ? "" : "s") not written at exit: stdout is not being read")
+            writer.detach()
             return
         }
         writer.join()
