@@ -38,6 +38,10 @@ public enum DoctorCommand {
           osdp      with --osdp: the port opened as run opens it, the panel's commands heard for the N seconds
                     (to which addresses, secure or not), and unless osdp-secure = off the secure channel
                     brought up with osdp-scbk-file for up to 8 s
+          wiegand   with --wiegand-d0/--wiegand-d1: the lines requested idle high on the chip (and the panel's
+                    LED/beeper input lines); with --test-wiegand one test number sent
+          mqtt      with --mqtt-host: the settings (files and their permissions), the client certificate's
+                    dates, and one connection to the broker (TLS and host name checked, login, refusal reason)
 
         Options:
         \(own)
@@ -46,7 +50,7 @@ public enum DoctorCommand {
         Device logs go to stderr only with --log-level debug; the table goes to stdout.
 
         Exit codes: 0 every check passed; 1 the camera failed; 2 a bad option or config (as run would
-        refuse it); 4 another device (GPIO, sound, serial) failed while the camera passed.
+        refuse it); 4 another device (GPIO, sound, serial, Wiegand, OSDP, MQTT) failed while the camera passed.
         """
     }
 
