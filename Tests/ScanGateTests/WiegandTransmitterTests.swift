@@ -117,6 +117,34 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(out.health.errors, 2, "the cut frame and the one behind it")
     }
 
+    /// The stop deadline while a normal close is still draining (as at shutdown): forceInactive, from
+    /// another thread, cuts the frame at a bit boundary; when it returns D0/D1 are idle and released.
+    func testForceInactiveCutsTheFrameEvenWhileACloseIsDraining() throws {
+        let chip = WiegandFakeGpiod()
+        let s = settings { $0.format = .raw(bits: 64); $0.facility = .none; $0.intervalUs = 20000 }
+        let logs = WiegandLogCapture()
+        let out = try WiegandOutput(settings: s, logger: logs.logger(), feedback: nil, calls: chip, runtime: runtime())
+        XCTAssertEqual(out.offer(read("18446744073709551615")), .taken)
+        XCTAssertTrue(wiegandEventually { chip.setCount >= 6 }, "three pulses on the wire")
+        let closed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            out.close(deadline: .now().adding(milliseconds: 10_000))   // would let the whole frame finish
+            closed.signal()
+        }
+        // The close is under way once the output refuses new reads as closing.
+        XCTAssertTrue(wiegandEventually { out.offer(self.read("1")) == .refused(reason: "the Wiegand output is closing") })
+        (out as LineHolder).forceInactive()
+        XCTAssertEqual(Array(chip.log.suffix(2)), [.releaseOutputs(offsets: [Self.d0, Self.d1]), .closeChip],
+                       "released by the time forceInactive returns")
+        let sets = chip.sets
+        let pulses = sets.filter { $0.physical != [1, 1] }.count
+        XCTAssertLessThan(pulses, 64, "the frame was cut, not finished")
+        XCTAssertEqual(sets.last?.physical, [1, 1], "left idle")
+        XCTAssertTrue(logs.contains("cut after \(pulses) of 64 bits"), "\(logs.all)")
+        XCTAssertEqual(closed.wait(timeout: .now() + 10), .success, "the draining close returns too")
+        XCTAssertEqual(out.offer(read("1")), .refused(reason: "the Wiegand output is closing"))
+    }
+
     func testRefusedReadsSendNothing() throws {
         let chip = WiegandFakeGpiod()
         let out = try WiegandOutput(settings: settings(), logger: Logger(level: .error), feedback: nil, calls: chip,

@@ -11,7 +11,7 @@ import Settings
 ///
 /// Resources: the transmitter thread owns the chip handle and the D0/D1 request; the input thread owns
 /// a second chip handle and the input requests. Both are released in `close`.
-public final class WiegandOutput: DoorOutput, HealthReporting {
+public final class WiegandOutput: DoorOutput, HealthReporting, LineHolder {
     public let name = "wiegand"
     public let settings: WiegandSettings
     private let encoder: WiegandEncoder
@@ -81,6 +81,12 @@ public final class WiegandOutput: DoorOutput, HealthReporting {
     public func close(deadline: MonotonicInstant) {
         transmitter.close(deadline: deadline)
         inputs?.close(deadline: deadline)
+    }
+
+    /// The stop deadline: D0/D1 idle now (the frame on the wire cut at a bit boundary) and released;
+    /// bounded (about 50 ms). The panel inputs are inputs: nothing to drive.
+    public func forceInactive() {
+        transmitter.forceInactive()
     }
 
     public var health: ComponentHealth {

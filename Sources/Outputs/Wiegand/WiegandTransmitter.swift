@@ -62,6 +62,9 @@ final class WiegandTransmitter: Sendable {
     private let closeDeadline = Atomic<UInt64>(0)
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
+    /// Set by the thread once the lines are idle and released (for `forceInactive`, which must not take
+    /// `finished` from a close waiting on it).
+    private let ended = Atomic<Bool>(false)
     private let settings: WiegandSettings
     private let runtime: WiegandRuntime
     private let logger: Logger
@@ -125,7 +128,8 @@ final class WiegandTransmitter: Sendable {
             return !s.stopping
         }
         guard first else { return }
-        closeDeadline.store(max(1, deadline.nanoseconds), ordering: .releasing)
+        // Unless forceInactive came first (its deadline, 1, is the earliest there is).
+        _ = closeDeadline.compareExchange(expected: 0, desired: max(1, deadline.nanoseconds), ordering: .acquiringAndReleasing)
         wake.signal()
         let now = WiegandClock.now()
         let wait = deadline.nanoseconds > now ? deadline.nanoseconds - now : 0
@@ -137,6 +141,21 @@ final class WiegandTransmitter: Sendable {
         thread.withLock { t in
             t?.join()
             t = nil
+        }
+    }
+
+    /// The stop deadline's path (from the signal thread, maybe while `close` waits): no more frames, the
+    /// frame on the wire is cut at its next bit boundary (within one bit interval, the pulse itself is at
+    /// most 100 us), D0/D1 are left idle and released by the transmitter thread, the only one that touches
+    /// them. Waits for that at most 50 ms plus one interval.
+    func forceInactive() {
+        state.withLock { $0.stopping = true }
+        closeDeadline.store(1, ordering: .releasing)
+        wake.signal()
+        let until = WiegandClock.now() + 50_000_000 + UInt64(settings.intervalUs) * 1000
+        while !ended.load(ordering: .acquiring) && WiegandClock.now() < until { sleepThread(milliseconds: 1) }
+        if !ended.load(ordering: .acquiring) {
+            logger.error("Wiegand: the transmitter did not stop within 50 ms of the stop deadline; D0/D1 may not be idle")
         }
     }
 
@@ -209,6 +228,7 @@ final class WiegandTransmitter: Sendable {
             s.dropped += UInt64(s.queue.count)
             s.queue.removeAll()
         }
+        ended.store(true, ordering: .releasing)
         finished.signal()
     }
 
