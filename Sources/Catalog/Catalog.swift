@@ -1,6 +1,7 @@
 import Components
 import Credentials
 import Core
+import DoorRelay
 import Policies
 import Settings
 import Feedback
@@ -40,6 +41,7 @@ public enum Catalog {
             SerialOutput.component(system: seams.serial),
             WiegandOutput.component(calls: seams.gpiodBulk),
             OSDPOutput.component(system: seams.serial, firmware: firmware, wiegandBits: wiegandBits),
+            DoorRelayOutput.component(calls: seams.gpiod),
             GPIOFeedback.component(calls: seams.gpiod),
             BeepFeedback.component(calls: seams.alsa),
         ]
