@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "Debounce", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
         // 5. Policies on the credential itself: the payload filters, and signed passes verified offline.
         .target(name: "Policies", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
-        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "CShim", "COpenSSL"],
+        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "Components", "CShim", "COpenSSL"],
                 swiftSettings: swiftSettings),
         // 2-5. Capture thread, newest-frame handoff, the decode queue, the dispatcher (policies → door
         // outputs → report outputs → feedback).

@@ -60,6 +60,13 @@ extension Catalog {
         return policies
     }
 
+    /// Doctor's rows for the policies that have something to check on this machine: signed passes (keys,
+    /// the clock, the replay store's directory). Listed here, next to `policies`, so that a new policy's
+    /// doctor check is registered where the policy is.
+    public static func policyDoctorRows(_ settings: RunSettings, context: DoctorContext) -> [DoctorRow] {
+        CredentialDoctor.rows(settings.credential)
+    }
+
     /// Checks every configured component's combination of options, as `run` would at start, without
     /// opening anything (doctor and check-config run it too, often as another user).
     public static func validate(_ settings: RunSettings, components: [Component] = components()) throws {
