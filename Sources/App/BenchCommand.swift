@@ -19,6 +19,8 @@ enum BenchCommand {
           latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
           wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
                        200 us-20 ms), min/p50/p99/max
+          credentials  signed-pass verification per pass (JWT/CWT, Ed25519/ES256), p50/p99, beside one
+                       full zbar pass (target p99 < 2 ms), and a one-time consume (append + fdatasync)
           memory       RSS after N frames (default 100000) and its growth           target <= 25 MB, no growth
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
@@ -119,6 +121,10 @@ enum BenchCommand {
                                  target: "200-20000 us", pass: wiegand.intervals != nil && wiegand.intervalsOutOfSpec == 0))
         report.rows.append(.init(name: "Wiegand frames sent right to the bit", measured: "\(wiegand.framesSent)/\(wiegand.framesExpected)",
                                  target: "all", pass: wiegand.framesSent == wiegand.framesExpected))
+
+        options.progress("signed passes")
+        let credentials = try benchCredentials()
+        report.rows += credentials.rows(zbarPassMilliseconds: idle.fullPassMs)
 
         options.progress("start-up")
         let startup = try startupMilliseconds(rounds: options.rounds)

@@ -29,7 +29,7 @@ public struct BenchReport: Sendable {
 
     public func table() -> String {
         var out: [String] = []
-        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s : s + String(repeating: " ", count: w - s.count) }
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s + " " : s + String(repeating: " ", count: w - s.count) }
         out.append(pad("benchmark", 44) + pad("measured", 26) + pad("target", 22) + "ok")
         out.append(String(repeating: "-", count: 96))
         for r in rows {
