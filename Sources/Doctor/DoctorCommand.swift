@@ -35,6 +35,9 @@ public enum DoctorCommand {
           gpio      with --gpio-chip: the chip (label, name, path) and each configured line requested
           sound     with --beep: the ALSA device opened
           serial    with --serial: the port opened, speed and format read back from the driver
+          door-relay  with --door-relay: the line requested inactive (--test-relay: one pulse)
+          credential  with --credential-format: the keys and their kids, the clock synchronised or
+                    not, and with --credential-one-time the replay store's directory (nothing created)
 
         Options:
         \(own)
