@@ -248,13 +248,16 @@ final class DoorRelayTests: XCTestCase {
         let rows = try doctor(fake, flags)
         XCTAssertEqual(rows.map(\.result), [.pass], "\(rows)")
         XCTAssertTrue(rows[0].detail.contains("GPIO26") && rows[0].detail.contains("idle high"), rows[0].detail)
-        XCTAssertEqual(levels(fake), [0], "doctor without --test-relay must not energise the relay")
+        XCTAssertTrue(rows[0].detail.contains("every code read opens the door"), "no signed passes, no filter: \(rows[0].detail)")
+        let guarded = try doctor(fake, flags + ["credential-format=cwt", "credential-keys=/etc/scangate/keys.jwks"])
+        XCTAssertFalse(guarded[0].detail.contains("opens the door"), guarded[0].detail)
+        XCTAssertEqual(levels(fake), [0, 0], "doctor without --test-relay must not energise the relay")
         XCTAssertNil(fake.consumer(offset: 26))
 
         let pulsed = try doctor(fake, flags, switches: ["test-relay"])
         XCTAssertEqual(pulsed.map(\.check), ["door-relay line", "door-relay pulse"])
         XCTAssertEqual(pulsed.map(\.result), [.pass, .pass], "\(pulsed)")
-        XCTAssertEqual(levels(fake), [0, 1, 0, 0], "one pulse, then inactive at release")
+        XCTAssertEqual(levels(fake), [0, 0, 1, 0, 0], "one pulse, then inactive at release")
         XCTAssertEqual(fake.physical(offset: 26), 1)
         XCTAssertNil(fake.consumer(offset: 26))
 

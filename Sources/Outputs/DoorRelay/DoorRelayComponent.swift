@@ -19,12 +19,13 @@ extension DoorRelayOutput {
                 validate: { settings in try validate(settings) },
                 make: { settings, context in
                     try validate(settings)
+                    if let warning = openToAnyCode(settings) { context.logger.warning("door relay: \(warning)") }
                     return try DoorRelayOutput(settings: settings.effectiveDoorRelay, logger: context.logger, calls: calls)
                 })),
             doctorFlags: [DoctorFlag("test-relay", help: "pulse the door relay once, for door-relay-ms (the strike should click)")],
             doctor: { settings, context in
                 guard settings.doorRelay.isEnabled else { return [] }
-                return doctorRows(settings.effectiveDoorRelay, context: context, calls: calls)
+                return doctorRows(settings.effectiveDoorRelay, run: settings, context: context, calls: calls)
             })
     }
 
@@ -50,9 +51,16 @@ extension DoorRelayOutput {
         }
     }
 
+    /// Set when nothing but the camera stands between a printed code and the door: no signed passes and
+    /// no payload filter (allowed, for a site that wants it, but said at every start and in doctor).
+    static func openToAnyCode(_ settings: RunSettings) -> String? {
+        guard settings.credential.format == .off, !settings.filter.isActive else { return nil }
+        return "neither credential-format nor a payload filter is set: every code read opens the door"
+    }
+
     /// Doctor's rows: the line requested as `run` requests it (inactive) and released again, and with
     /// `--test-relay` one pulse of door-relay-ms.
-    static func doctorRows(_ settings: DoorRelaySettings, context: DoctorContext, calls: any GpiodCalls) -> [DoctorRow] {
+    static func doctorRows(_ settings: DoorRelaySettings, run: RunSettings, context: DoctorContext, calls: any GpiodCalls) -> [DoctorRow] {
         var runtime = DoorRelayRuntime()
         runtime.retryMs = 3_600_000
         let output: DoorRelayOutput
@@ -68,7 +76,8 @@ extension DoorRelayOutput {
             return [.fail(.doorRelay, "door-relay line", why, fix: fix(why))]
         }
         let level = settings.activeLow ? "idle high, energised low" : "idle low, energised high"
-        var rows = [DoctorRow.pass(.doorRelay, "door-relay line", "\(output.lineTitle ?? "\(settings.line?.description ?? "?")"): free, requested as an output, \(level)")]
+        var rows = [DoctorRow.pass(.doorRelay, "door-relay line", "\(output.lineTitle ?? "\(settings.line?.description ?? "?")"): free, requested as an output, \(level)"
+                                   + (openToAnyCode(run).map { "; note: \($0)" } ?? ""))]
         if context.options.switches.contains("test-relay") {
             let offer = output.pulse()
             let idle = offer.isTaken && output.waitUntilIdle(timeoutMs: Double(settings.pulseMs) + 2000)
