@@ -88,6 +88,7 @@ def relay_stop_deadline(rig):
     status = daemon.terminate(timeout=10)
     took = time.monotonic() - started
     require(status == 0, f"exit status {status}: {daemon.last_stderr()}")
+    require(took <= 1.5, f"exited {ms(took)} after SIGTERM (stop-timeout-ms 1000 + 500 ms)")
     require(any("shutdown did not finish within" in l for l in daemon.stderr),
             f"the deadline was not what ended it: {daemon.last_stderr()}")
     levels = trace.levels(RELAY)
