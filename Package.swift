@@ -144,6 +144,6 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
                           dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
-                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT"],
+                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT", "Policies"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

@@ -6,6 +6,7 @@ import Debounce
 import Decoding
 import Dispatch
 import Feedback
+import MQTT
 import Pipeline
 import Platform
 import Service
@@ -20,7 +21,7 @@ final class Daemon: @unchecked Sendable {
     private let configPath: String?
     private let flags: [(OptionSpec, String)]
     private var settings: RunSettings
-    private let components: [Component]
+    private let seams: DeviceSeams
     private let logger: Logger
 
     private struct Control {
@@ -32,18 +33,45 @@ final class Daemon: @unchecked Sendable {
     private let control = Mutex(Control())
     private let deadline = ShutdownDeadline()
 
-    init(configPath: String?, flags: [(OptionSpec, String)], settings: RunSettings,
-         components: [Component] = Catalog.components()) {
+    init(configPath: String?, flags: [(OptionSpec, String)], settings: RunSettings, seams: DeviceSeams = DeviceSeams()) {
         self.configPath = configPath
         self.flags = flags
         self.settings = settings
-        self.components = components
+        self.seams = seams
         self.logger = Logger(level: settings.logLevel)
+    }
+
+    // MARK: pause and reload, from signals and from MQTT commands
+
+    /// Pauses or resumes decoding; false when it already was so.
+    @discardableResult
+    func setPaused(_ paused: Bool) -> Bool {
+        let (p, changed) = control.withLock { c -> (Pipeline?, Bool) in
+            guard c.paused != paused else { return (nil, false) }
+            c.paused = paused
+            return (c.pipeline, true)
+        }
+        if changed { p?.setPaused(paused) }
+        return changed
+    }
+
+    var isPaused: Bool { control.withLock { $0.paused } }
+
+    /// Reads the config again (as SIGHUP does): the running pipeline stops and the daemon rebuilds what
+    /// changed.
+    func requestReload(from origin: String) {
+        logger.notice("\(origin): reloading \(configPath ?? "(no config file; flags only)")")
+        let p = control.withLock { c in c.reloadRequested = true; return c.pipeline }
+        p?.stopForReload()
     }
 
     func run() -> Int32 {
         // zbar prints its own assertion reports on stdio's stderr: through the logger, at debug level.
         LibraryStderr.shared.route(to: logger)
+        // The MQTT output reports the daemon's state and carries out its commands through these.
+        let telemetryBox = TelemetryBox()
+        let components = Catalog.components(seams, fleet: FleetHooks(
+            state: { telemetryBox.fleetState() }, commands: DaemonCommands(daemon: self)))
         // Everything that can be refused is checked before any device is opened.
         var source: FrameSource
         var decoder: Decoder
@@ -65,6 +93,8 @@ final class Daemon: @unchecked Sendable {
         let status = StatusBoard(logger: logger, observers: [hub, notifier, journal] + (watchdog.map { [$0] } ?? []))
         let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status))
         status.addObserver(outputs)
+        let telemetry = DaemonTelemetry(status: status, camera: source.name, outputs: { outputs.outputs })
+        telemetryBox.set(telemetry)
 
         let signals = SignalHandlers()
         signals.on([SIGINT, SIGTERM]) { [self] sig in
@@ -77,15 +107,8 @@ final class Daemon: @unchecked Sendable {
                 hub.forceInactive()
             }
         }
-        signals.on([SIGUSR1]) { [self] _ in
-            let (p, paused) = control.withLock { c in c.paused.toggle(); return (c.pipeline, c.paused) }
-            p?.setPaused(paused)
-        }
-        signals.on([SIGHUP]) { [self] _ in
-            logger.notice("signal SIGHUP: reloading \(configPath ?? "(no config file; flags only)")")
-            let p = control.withLock { c in c.reloadRequested = true; return c.pipeline }
-            p?.stopForReload()
-        }
+        signals.on([SIGUSR1]) { [self] _ in setPaused(!isPaused) }
+        signals.on([SIGHUP]) { [self] _ in requestReload(from: "signal SIGHUP") }
         do {
             try signals.start()
         } catch {
@@ -100,7 +123,9 @@ final class Daemon: @unchecked Sendable {
             signals.cancel()
             return usageError("\(error)")
         }
-        installFeedback(hub, from: nil, to: settings)
+        installFeedback(components, hub, from: nil, to: settings)
+        var services = DaemonServices(logger: logger, telemetry: telemetry)
+        services.apply(settings.service)
 
         var sourceOpen = false
         var firstSeq: UInt64 = 1
@@ -114,10 +139,14 @@ final class Daemon: @unchecked Sendable {
             options.sourceAlreadyOpen = sourceOpen
             options.firstSeq = firstSeq
             let dispatcher = ReadDispatcher(policies: policies, doors: outputs.doors,
-                                            reports: outputs.reports + [journal], feedback: hub)
+                                            reports: outputs.reports + [journal, telemetry], feedback: hub)
             let pipeline = Pipeline(source: source, decoder: decoder, debouncer: debouncer, dispatcher: dispatcher,
                                     status: status, logger: logger, options: options,
-                                    onFrameDecoded: { _, _ in watchdog?.progress() })
+                                    onFrameDecoded: { _, ms in
+                                        watchdog?.progress()
+                                        telemetry.frameDecoded(milliseconds: ms)
+                                    })
+            telemetry.running(pipeline)
             let (terminating, paused) = control.withLock { c in
                 c.pipeline = pipeline
                 return (c.terminating, c.paused)
@@ -125,6 +154,7 @@ final class Daemon: @unchecked Sendable {
             if terminating { pipeline.stopForSignal() }
             if paused { pipeline.setPaused(true) }
             outcome = pipeline.run()
+            telemetry.ended(pipeline)
             let reload = control.withLock { c in
                 c.pipeline = nil
                 defer { c.reloadRequested = false }
@@ -162,7 +192,8 @@ final class Daemon: @unchecked Sendable {
             }
             debouncer = new.debounce == settings.debounce ? carry.debouncer : Debouncer(settings: new.debounce)
             outputs.reconfigure(from: settings, to: new)
-            installFeedback(hub, from: settings, to: new)
+            installFeedback(components, hub, from: settings, to: new)
+            services.apply(new.service)
             hub.settings = new.feedback
             settings = new
             logger.level = new.logLevel
@@ -176,6 +207,7 @@ final class Daemon: @unchecked Sendable {
         outputs.close(deadline: closeBy)
         hub.close(deadline: closeBy)
         journal.close(deadline: closeBy)
+        services.close()
         if sourceOpen { source.close() }
         signals.cancel()
         watchdog?.close()
@@ -185,7 +217,7 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Builds, rebuilds or removes each feedback device whose settings changed (all of them at start).
-    private func installFeedback(_ hub: FeedbackHub, from old: RunSettings?, to new: RunSettings) {
+    private func installFeedback(_ components: [Component], _ hub: FeedbackHub, from old: RunSettings?, to new: RunSettings) {
         for component in components {
             guard case .feedback(let factory) = component.role else { continue }
             if let old, factory.sameSettings(old, new) { continue }
@@ -204,6 +236,84 @@ final class Daemon: @unchecked Sendable {
         case .failed(let message):
             logger.error(message)
             return ExitCode.failure.rawValue
+        }
+    }
+}
+
+/// The status socket and the metrics file: rebuilt when their settings change, closed at exit.
+struct DaemonServices {
+    let logger: Logger
+    let telemetry: DaemonTelemetry
+    private var applied: ServiceSettings?
+    private var socket: StatusSocket?
+    private var metrics: MetricsTextfile?
+
+    init(logger: Logger, telemetry: DaemonTelemetry) {
+        self.logger = logger
+        self.telemetry = telemetry
+    }
+
+    mutating func apply(_ settings: ServiceSettings) {
+        if applied?.statusSocket != settings.statusSocket {
+            socket?.close()
+            socket = nil
+            if settings.statusSocket != "off" {
+                let path = settings.statusSocket == "auto" ? StatusSocket.defaultPath() : settings.statusSocket
+                let telemetry = self.telemetry
+                do throws(SystemError) {
+                    socket = try StatusSocket(path: path, provider: { telemetry.statusReport() }, logger: logger)
+                    logger.info("status: answering scangate status on \(path)")
+                } catch {
+                    logger.warning("status: \(error); scangate status will not reach this daemon (set status-socket to a writable path, or off)")
+                }
+            }
+        }
+        if applied?.metricsTextfile != settings.metricsTextfile || applied?.metricsIntervalSeconds != settings.metricsIntervalSeconds {
+            metrics?.close()
+            metrics = nil
+            if !settings.metricsTextfile.isEmpty {
+                let telemetry = self.telemetry
+                do throws(SystemError) {
+                    metrics = try MetricsTextfile(path: settings.metricsTextfile,
+                                                  intervalSeconds: Double(settings.metricsIntervalSeconds),
+                                                  provider: { telemetry.metrics() }, logger: logger)
+                    logger.info("metrics: writing \(settings.metricsTextfile) every \(settings.metricsIntervalSeconds) s")
+                } catch {
+                    logger.error("metrics: \(error); no metrics file is written")
+                }
+            }
+        }
+        applied = settings
+    }
+
+    func close() {
+        socket?.close()
+        metrics?.close()
+    }
+}
+
+/// Holds the telemetry for the MQTT output's state provider, which exists before the telemetry does.
+final class TelemetryBox: Sendable {
+    private let value = Mutex<DaemonTelemetry?>(nil)
+    func set(_ telemetry: DaemonTelemetry) { value.withLock { $0 = telemetry } }
+    func fleetState() -> FleetState {
+        value.withLock { $0 }?.fleetState() ?? FleetState(status: .starting, version: ScanGateCommand.version, uptimeSeconds: 0)
+    }
+}
+
+/// MQTT's pause, resume and reload, carried out by the daemon as SIGUSR1 and SIGHUP would be.
+final class DaemonCommands: MQTTCommandHandler, @unchecked Sendable {
+    private weak var daemon: Daemon?
+    init(daemon: Daemon) { self.daemon = daemon }
+
+    func perform(_ command: MQTTDaemonCommand) -> MQTTCommandOutcome {
+        guard let daemon else { return .failed("the daemon is stopping") }
+        switch command {
+        case .pause: return daemon.setPaused(true) ? .done("paused") : .failed("already paused")
+        case .resume: return daemon.setPaused(false) ? .done("scanning") : .failed("not paused")
+        case .reload:
+            daemon.requestReload(from: "MQTT command reload")
+            return .done("reloading the configuration")
         }
     }
 }

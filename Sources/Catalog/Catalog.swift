@@ -9,6 +9,7 @@ import GPIO
 import Serial
 import SerialLine
 import Sound
+import MQTT
 import OSDP
 import Stdout
 import Wiegand
@@ -35,13 +36,15 @@ public struct DeviceSeams: Sendable {
 /// Every source, policy, output and feedback device ScanGate has, once. Adding one is a line here plus its own module
 /// (its `component`: options, factory, doctor check) and its settings in the Settings target.
 public enum Catalog {
-    public static func components(_ seams: DeviceSeams = DeviceSeams()) -> [Component] {
+    /// `fleet`: the daemon's state and command handler for the MQTT output (none outside the daemon).
+    public static func components(_ seams: DeviceSeams = DeviceSeams(), fleet: FleetHooks = .standalone) -> [Component] {
         [
             StdoutOutput.component,
             SerialOutput.component(system: seams.serial),
             WiegandOutput.component(calls: seams.gpiodBulk),
             OSDPOutput.component(system: seams.serial, firmware: firmware, wiegandBits: wiegandBits),
             DoorRelayOutput.component(calls: seams.gpiod),
+            MQTTOutput.component(hooks: fleet),
             GPIOFeedback.component(calls: seams.gpiod),
             BeepFeedback.component(calls: seams.alsa),
         ]

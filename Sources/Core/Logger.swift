@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Platform
 import Synchronization
 
 /// Log levels with the sd-daemon priority prefixes journald understands.
@@ -61,7 +62,7 @@ public final class Logger: Sendable {
         guard isEnabled(level) else { return }
         var text = Logger.escapeControls(message())
         if let key = rateLimitKey {
-            let now = MonotonicNow.seconds()
+            let now = MonotonicInstant.now().nanoseconds
             let decision: String?? = state.withLock { s in
                 if let last = s.lastByKey[key], Double(now - last.time) / 1e9 < repeatInterval {
                     s.lastByKey[key] = (last.time, last.suppressed + 1)
@@ -125,23 +126,10 @@ public final class Logger: Sendable {
         return out
     }
 
+    /// One write per line (EINTR and short writes handled by Platform); an error (stderr closed) is dropped:
+    /// there is nowhere left to report it.
     @Sendable public static func writeToStderr(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue } else { return } }
-                offset += n
-            }
-        }
+        _ = FileDescriptor(rawValue: 2).writeAll(Array((line + "\n").utf8))
     }
 }
 
-enum MonotonicNow {
-    static func seconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-}

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CShim
 import Core
+import Platform
 import Synchronization
 
 /// libzbar reports its failed internal checks (`zassert`, compiled in by Debian) with one
@@ -143,13 +144,6 @@ public final class LibraryStderr: Sendable {
     }
 
     private static func writeToDescriptor2(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(2, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue } else { return } }
-                offset += n
-            }
-        }
+        _ = FileDescriptor(rawValue: 2).writeAll(bytes)
     }
 }

@@ -28,16 +28,10 @@ public struct FramePacer: Sendable {
             return
         }
         index += 1
-        FramePacer.sleep(until: due)
+        sleepThread(until: due)
     }
 
     /// Forgets the timeline (after a pause or a reopen).
     public mutating func reset() { start = nil; index = 0 }
 
-    static func sleep(until instant: MonotonicInstant) {
-        var ts = timespec(tv_sec: Int(instant.nanoseconds / 1_000_000_000),
-                          tv_nsec: Int(instant.nanoseconds % 1_000_000_000))
-        // clock_nanosleep returns the error number itself; EINTR: sleep again to the same absolute time.
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
 }

@@ -102,7 +102,7 @@ public final class Pipeline: @unchecked Sendable {
     public func setPaused(_ paused: Bool) {
         pausedFlag.store(paused, ordering: .relaxed)
         setStatus(paused ? .paused : .scanning)
-        logger.notice(paused ? "paused: not decoding until SIGUSR1" : "resumed: scanning")
+        logger.notice(paused ? "paused: not decoding until resumed (SIGUSR1 or an MQTT resume)" : "resumed: scanning")
     }
     public var isPaused: Bool { pausedFlag.load(ordering: .relaxed) }
 

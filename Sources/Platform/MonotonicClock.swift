@@ -58,3 +58,11 @@ public func sleepThread(milliseconds: Double) {
     var remaining = timespec()
     while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
 }
+
+/// Sleeps the calling thread until `instant` on CLOCK_MONOTONIC (clock_nanosleep, absolute), to the same
+/// instant again after a signal: pacing that does not drift (frame pacing, Wiegand bit slots).
+public func sleepThread(until instant: MonotonicInstant) {
+    var ts = timespec(tv_sec: Int(instant.nanoseconds / 1_000_000_000), tv_nsec: Int(instant.nanoseconds % 1_000_000_000))
+    // clock_nanosleep returns the error number itself (not -1 and errno).
+    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+}

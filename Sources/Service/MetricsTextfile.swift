@@ -209,7 +209,12 @@ public final class MetricsTextfile: Sendable {
             case .failure(let e): throw SystemError("open", temporary, e)
             }
             // The umask may have taken read bits the node exporter needs.
-            _ = fchmod(fd.rawValue, 0o644)
+            if fchmod(fd.rawValue, 0o644) != 0 {
+                let e = Errno.current
+                _ = fd.close()
+                unlink(temporary)
+                throw SystemError("fchmod 0644", temporary, e)
+            }
             if case .failure(let e) = fd.writeAll(Array(text.utf8)) {
                 _ = fd.close()
                 unlink(temporary)

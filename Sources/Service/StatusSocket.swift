@@ -155,17 +155,24 @@ public final class StatusSocket: Sendable {
             guard case .success = retryOnInterrupt({ poll(&fds, 2, -1) }) else { return }
             if fds[1].revents != 0 { return }
             guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
-            let client = accept(listenFD, nil, nil)
-            if client < 0 {
-                if errno != EAGAIN && errno != EINTR && errno != ECONNABORTED {
-                    logger.warning("status socket \(path): accept: \(Errno.current)", rateLimitKey: "status-accept")
+            let client: Int32
+            switch retryOnInterrupt({ accept(listenFD, nil, nil) }) {
+            case .success(let fd): client = fd
+            case .failure(let e):
+                if e.rawValue != EAGAIN && e.rawValue != ECONNABORTED {
+                    logger.warning("status socket \(path): accept: \(e)", rateLimitKey: "status-accept")
                 }
                 continue
             }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
+            // Close-on-exec and non-blocking (the daemon never forks; a blocking read would hang this thread).
+            let flags = fcntl(client, F_GETFL)
+            guard fcntl(client, F_SETFD, FD_CLOEXEC) == 0, flags >= 0, fcntl(client, F_SETFL, flags | O_NONBLOCK) == 0 else {
+                logger.warning("status socket \(path): fcntl on a client: \(Errno.current)", rateLimitKey: "status-accept")
+                _ = FileDescriptor(rawValue: client).close()
+                continue
+            }
             answer(client, provider: provider, logger: logger, path: path)
-            Glibc.close(client)
+            _ = FileDescriptor(rawValue: client).close()
             served.value.add(1, ordering: .relaxed)
         }
     }
@@ -181,10 +188,11 @@ public final class StatusSocket: Sendable {
                   events != 0 else {
                 return
             }
-            let n = read(client, &buffer, buffer.count)
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
-                return
+            let n: Int
+            switch buffer.withUnsafeMutableBytes({ FileDescriptor(rawValue: client).read(into: $0) }) {
+            case .success(let count): n = count
+            case .failure(let e) where e.rawValue == EAGAIN: continue
+            case .failure: return
             }
             if n == 0 { break }
             for b in buffer[0..<n] {
@@ -209,12 +217,15 @@ public final class StatusSocket: Sendable {
                 logger.warning("status socket \(path): a client did not read its answer in time", rateLimitKey: "status-slow")
                 return
             }
-            let n = bytes.withUnsafeBytes { raw in send(client, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
-                return
+            // send with MSG_NOSIGNAL: a client gone mid-answer is EPIPE here, never SIGPIPE for the daemon.
+            let sent = bytes.withUnsafeBytes { raw in
+                retryOnInterrupt { send(client, raw.baseAddress.map { $0 + offset }, raw.count - offset, Int32(MSG_NOSIGNAL)) }
             }
-            offset += n
+            switch sent {
+            case .success(let n): offset += n
+            case .failure(let e) where e.rawValue == EAGAIN: continue
+            case .failure: return
+            }
         }
     }
 }

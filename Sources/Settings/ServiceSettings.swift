@@ -6,6 +6,13 @@ public struct ServiceSettings: SettingsSection {
     /// even when a thread is stuck in a blocking call (`stop-timeout-ms`; keep it below the unit's
     /// TimeoutStopSec=).
     public var stopTimeoutMs: Int = 3000
+    /// `status-socket`: where `scangate status` asks the running daemon. `auto`: status.sock in
+    /// $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else /run/scangate/status.sock; `off`: none.
+    public var statusSocket: String = "auto"
+    /// `metrics-textfile`: the Prometheus node exporter's textfile-collector file (`.prom`), written
+    /// atomically every `metrics-interval-s`; empty: no metrics file.
+    public var metricsTextfile: String = ""
+    public var metricsIntervalSeconds: Int = 5
 
     public init() {}
 }

@@ -123,6 +123,61 @@ public enum BenchMQTT {
                      acknowledged: counter.value.load(ordering: .relaxed), dropped: output.link.dropped)
     }
 
+    /// Decoding with an MQTT output connected to a live broker against decoding without one, on the same
+    /// frames: `rounds` alternating runs of each, best of each (the whole daemon, as `throughput`).
+    public struct DecodeThroughput: Sendable {
+        public var offFPS: Double
+        public var onFPS: Double
+        public var ratio: Double { onFPS / offFPS }
+        /// Events the broker acknowledged during the MQTT-on runs (proof that they were published).
+        public var acknowledged: Int
+        public var reported: Int
+    }
+
+    public static func decodeThroughput(frames: [Frame], rounds: Int, decoderSettings: DecoderSettings = DecoderSettings(),
+                                        progress: @escaping @Sendable (String) -> Void = { _ in },
+                                        broker: String = "/usr/sbin/mosquitto") throws -> DecodeThroughput {
+        let b = try BenchBroker(executable: broker)
+        try b.start()
+        defer { b.stop() }
+        let parent = try makeTemporaryDirectory()
+        defer { removeTree(parent + "/throughput-spool"); removeTree(parent) }
+        let counter = AckCounter()
+        let (output, _) = try makeOutput(port: b.port, spool: parent + "/throughput-spool") { n in
+            counter.value.add(n, ordering: .relaxed)
+        }
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        guard waitFor(seconds: 10, { output.link.connected }) else {
+            throw Failure(description: "mqtt bench: the output did not connect to \(broker)")
+        }
+        var one = Benchmarks.Options()
+        one.rounds = 1
+        let bench = Benchmarks(options: one, decoderSettings: decoderSettings)
+        var off = 0.0, on = 0.0
+        let counting = CountingReport(inner: output)
+        for round in 0..<rounds {
+            progress("throughput with MQTT on/off, round \(round + 1)/\(rounds)")
+            off = max(off, try bench.throughput(frames: frames).daemonFPS)
+            on = max(on, try bench.throughput(frames: frames, alsoReportingTo: [counting]).daemonFPS)
+        }
+        let total = counting.count.load(ordering: .relaxed)
+        // Every event published during the runs is acknowledged before the figures are final.
+        guard waitFor(seconds: 60, { counter.value.load(ordering: .relaxed) >= total }) else {
+            throw Failure(description: "mqtt bench: \(total - counter.value.load(ordering: .relaxed)) of \(total) events not acknowledged within 60 s")
+        }
+        return DecodeThroughput(offFPS: off, onFPS: on, acknowledged: counter.value.load(ordering: .relaxed), reported: total)
+    }
+
+    /// Counts what reaches the MQTT output (the pipeline's runs never close it: the bench does).
+    final class CountingReport: ReportOutput {
+        let inner: MQTTOutput
+        let count = Atomic<Int>(0)
+        var name: String { inner.name }
+        init(inner: MQTTOutput) { self.inner = inner }
+        func report(_ event: ReadEvent) { count.add(1, ordering: .relaxed); inner.report(event) }
+        func close(deadline: MonotonicInstant) {}
+    }
+
     final class AckCounter: Sendable {
         let value = Atomic<Int>(0)
     }
@@ -171,15 +226,7 @@ public enum BenchMQTT {
 
     /// Removes a directory the bench made, and what is in it (files and directories of files).
     static func removeTree(_ path: String) {
-        if let dir = opendir(path) {
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(dir)
-            for name in names where unlink(path + "/" + name) != 0 { removeTree(path + "/" + name) }
-        }
+        for name in (try? Directory.entries(path)) ?? [] where unlink(path + "/" + name) != 0 { removeTree(path + "/" + name) }
         rmdir(path)
     }
 

@@ -29,11 +29,16 @@ public struct BenchReport: Sendable {
 
     public func table() -> String {
         var out: [String] = []
-        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s + " " : s + String(repeating: " ", count: w - s.count) }
-        out.append(pad("benchmark", 44) + pad("measured", 26) + pad("target", 22) + "ok")
-        out.append(String(repeating: "-", count: 96))
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? s : s + String(repeating: " ", count: w - s.count) }
+        // Each column as wide as its longest cell, plus two spaces.
+        let nameWidth = max(44, (rows.map(\.name.count).max() ?? 0) + 2)
+        let measuredWidth = max(26, (rows.map(\.measured.count).max() ?? 0) + 2)
+        let targetWidth = max(22, (rows.map(\.target.count).max() ?? 0) + 2)
+        out.append(pad("benchmark", nameWidth) + pad("measured", measuredWidth) + pad("target", targetWidth) + "ok")
+        out.append(String(repeating: "-", count: nameWidth + measuredWidth + targetWidth + 3))
         for r in rows {
-            out.append(pad(r.name, 44) + pad(r.measured, 26) + pad(r.target, 22) + (r.pass.map { $0 ? "yes" : "NO" } ?? "-"))
+            out.append(pad(r.name, nameWidth) + pad(r.measured, measuredWidth) + pad(r.target, targetWidth)
+                       + (r.pass.map { $0 ? "yes" : "NO" } ?? "-"))
         }
         if !stages.isEmpty {
             out.append("")

@@ -57,7 +57,8 @@ public struct Benchmarks {
     /// The whole daemon (handoff → decode → debounce → stdout JSON to /dev/null, --fast) against a bare
     /// loop calling zbar on the same frames with the same settings. Gating is off in both, so they do
     /// the same decoding work; best of `rounds` alternating runs each.
-    public func throughput(frames: [Frame]) throws -> Throughput {
+    /// `alsoReportingTo`: more report outputs next to stdout (the MQTT bench's connected output).
+    public func throughput(frames: [Frame], alsoReportingTo extra: [any ReportOutput] = []) throws -> Throughput {
         var bestBare = Double.infinity, bestDaemon = Double.infinity
         var stages = StageTimes()
         var dropped: UInt64 = 0
@@ -76,7 +77,7 @@ public struct Benchmarks {
             let stdout = StdoutOutput(settings: out, logger: quiet, fd: null)
             let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try ZbarDecoder(settings: ungated),
                                     debouncer: Debouncer(settings: DebounceSettings()),
-                                    dispatcher: ReadDispatcher(reports: [stdout]), logger: quiet)
+                                    dispatcher: ReadDispatcher(reports: [stdout] + extra), logger: quiet)
             let t1 = BenchClock.wallMilliseconds()
             _ = pipeline.run()
             let daemon = BenchClock.wallMilliseconds() - t1

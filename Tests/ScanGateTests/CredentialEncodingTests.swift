@@ -119,10 +119,6 @@ final class CredentialEncodingTests: XCTestCase {
         XCTAssertEqual(COSESign1.json(.float(.nan)), "null")
         XCTAssertEqual(COSESign1.json(.float(1.5)), "1.5")
     }
-
-    func testCRC32CheckValue() {
-        XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926)
-    }
 }
 
 extension CBORValue {

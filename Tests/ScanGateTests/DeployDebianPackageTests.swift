@@ -51,6 +51,10 @@ final class DeployDebianPackageTests: XCTestCase {
             "./usr/share/man/man1/scangate.1.gz": "-rw-r--r--",
             "./usr/share/doc/scangate/copyright": "-rw-r--r--",
             "./usr/share/doc/scangate/changelog.gz": "-rw-r--r--",
+            "./usr/share/scangate/mqtt-network.conf": "-rw-r--r--",
+            "./usr/share/scangate/mqtt/mosquitto-scangate.conf": "-rw-r--r--",
+            "./usr/share/scangate/mqtt/scangate.acl": "-rw-r--r--",
+            "./usr/share/scangate/mqtt/consumer.py": "-rwxr-xr-x",
         ])
         // The files are the repository's own.
         let unpacked = dir + "/unpacked"

@@ -310,6 +310,16 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertEqual((late.messages.first?.json?["components"] as? [[String: Any]])?.first?["state"] as? String, "down")
     }
 
+    /// Inside the shipped unit (no network) the connect error says so and names the drop-in; elsewhere it does not.
+    func testAConnectRefusedByTheSandboxNamesTheNetworkDropIn() {
+        let dropIn = "/usr/share/scangate/mqtt-network.conf"
+        XCTAssertTrue(MQTTSession.sandboxHint(Errno(rawValue: EAFNOSUPPORT), interfaces: { ["eth0", "lo"] }).contains(dropIn))
+        XCTAssertTrue(MQTTSession.sandboxHint(Errno(rawValue: ECONNREFUSED), interfaces: { ["lo"] }).contains(dropIn))
+        XCTAssertEqual(MQTTSession.sandboxHint(Errno(rawValue: ECONNREFUSED), interfaces: { ["eth0", "lo", "wlan0"] }), "")
+        XCTAssertEqual(MQTTSession.sandboxHint(Errno(rawValue: ETIMEDOUT), interfaces: { ["lo"] }), "")
+        XCTAssertEqual(MQTTSession.sandboxHint(nil), "")
+    }
+
     func testTheDoctorProbeConnectsOrSaysWhyNot() throws {
         let broker = try MQTTTestBroker()
         try broker.start()

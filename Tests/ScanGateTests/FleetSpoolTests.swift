@@ -32,6 +32,7 @@ final class FleetSpoolTests: XCTestCase {
     func testCRC32CheckValue() {
         XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926)
         XCTAssertEqual(CRC32.checksum([]), 0)
+        XCTAssertEqual(CRC32.checksum(Array("x123456789".utf8)[1...]), 0xCBF4_3926, "a slice")
     }
 
     func testRecordsSurviveReopenInOrderAndAcknowledgedOnesDoNot() throws {
@@ -92,6 +93,38 @@ final class FleetSpoolTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: segment)).count, good.count, "the file is cut back")
         try reopened.append([payload(11)], wallTime: WallClock.nowNanoseconds())
         XCTAssertEqual(readAll(reopened).map(\.number), Array(1...11))
+    }
+
+    /// Issue 16 for the spool: a segment that is a symlink (to /dev/zero), a FIFO, or a file over a segment's
+    /// size is left alone and said so; opening never blocks or reads without end; a head that is not a regular
+    /// file is refused with a line that names it.
+    func testForeignFilesInTheSpoolAreNotReadAndBlockNothing() throws {
+        let dir = try TestFiles.temporaryDirectory() + "/spool"
+        let spool = try open(dir, segmentBytes: 64 << 10)
+        try spool.append((1...5).map { payload($0) }, wallTime: WallClock.nowNanoseconds())
+        spool.abandon()
+        XCTAssertEqual(try segmentFiles(dir).count, 1)
+        XCTAssertEqual(symlink("/dev/zero", dir + "/" + SpoolFiles.segmentName(1000)), 0)
+        XCTAssertEqual(mkfifo(dir + "/" + SpoolFiles.segmentName(2000), 0o600), 0)
+        let big = dir + "/" + SpoolFiles.segmentName(3000)
+        XCTAssertTrue(FileManager.default.createFile(atPath: big, contents: nil))
+        XCTAssertEqual(truncate(big, off_t(SpoolFiles.maxSegmentFileBytes + 1)), 0, "sparse: no disk used")
+
+        let log = RecordingLog()
+        let reopened = try open(dir, log: log, segmentBytes: 64 << 10)
+        XCTAssertEqual(readAll(reopened).map(\.number), Array(1...5), "our records are all there")
+        let notes = log.all.joined(separator: "\n")
+        XCTAssertTrue(log.contains("\(SpoolFiles.segmentName(1000)) is not a regular file"), notes)
+        XCTAssertTrue(log.contains("\(SpoolFiles.segmentName(2000)) is not a regular file"), notes)
+        XCTAssertTrue(log.contains("\(SpoolFiles.segmentName(3000)) is \(SpoolFiles.maxSegmentFileBytes + 1) bytes, over a segment's"), notes)
+        reopened.abandon()
+
+        let other = try TestFiles.temporaryDirectory() + "/spool"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        XCTAssertEqual(mkfifo(other + "/head", 0o600), 0)
+        XCTAssertThrowsError(try open(other)) { error in
+            XCTAssertTrue("\(error)".contains("\(other)/head is not a regular file"), "\(error)")
+        }
     }
 
     func testAFlippedBitIsCaughtByTheChecksum() throws {

@@ -69,8 +69,13 @@ final class ServiceMetricsTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: exporter) else {
             throw FleetTestError("prometheus-node-exporter is missing: install it with `scripts/install-deps test`")
         }
-        let dir = try TestFiles.temporaryDirectory()
-        let file = try MetricsTextfile(path: dir + "/scangate.prom", intervalSeconds: 0.2, provider: { Self.snapshot() },
+        // As README's recipe: the daemon writes in its state directory, the collector's directory holds a symlink.
+        let base = try TestFiles.temporaryDirectory()
+        let state = base + "/var-lib-scangate-metrics", dir = base + "/node-exporter"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        XCTAssertEqual(symlink(state + "/scangate.prom", dir + "/scangate.prom"), 0)
+        let file = try MetricsTextfile(path: state + "/scangate.prom", intervalSeconds: 0.2, provider: { Self.snapshot() },
                                        logger: RecordingLog().logger)
         defer { file.close() }
         let port = try FreePort.make()

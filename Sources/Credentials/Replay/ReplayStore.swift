@@ -431,19 +431,3 @@ public final class ReplayStore: Sendable {
         }
     }
 }
-
-/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320; "123456789" gives 0xCBF43926): detects a torn or
-/// damaged store record. Not a security check - the store is a local file only its owner can write.
-enum CRC32 {
-    static let table: [UInt32] = (0..<256).map { n in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-
-    static func checksum(_ bytes: some Sequence<UInt8>) -> UInt32 {
-        var c: UInt32 = 0xFFFF_FFFF
-        for b in bytes { c = table[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
-        return c ^ 0xFFFF_FFFF
-    }
-}

@@ -84,6 +84,9 @@ public enum SpoolFiles {
     public static let headMagic: UInt32 = 0x3148_4753
     public static let headSlotSize = 24
     public static let maxPayload = 256 << 10
+    /// The largest segment file the spool ever writes (`SpoolLimits.segmentBytes` is at most 8 MiB; a segment
+    /// ends after the record that crosses it). A larger file is not one of ours and is not read.
+    public static let maxSegmentFileBytes = (8 << 20) + headerSize + maxPayload
 
     public static func segmentName(_ first: UInt64) -> String {
         String(decoding: Hex.digits(first, count: 16), as: UTF8.self) + ".seg"
@@ -217,7 +220,7 @@ public final class EventSpool: Sendable {
 
         let lockPath = directory + "/lock"
         let lock: Int32
-        switch FileDescriptor.open(lockPath, O_RDWR | O_CREAT, mode: 0o600) {
+        switch FileDescriptor.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, mode: 0o600) {
         case .success(let fd): lock = fd.rawValue
         case .failure(let e): throw SpoolError(SystemError("open", lockPath, e))
         }
@@ -229,11 +232,17 @@ public final class EventSpool: Sendable {
         }
         let headPath = directory + "/head"
         let head: Int32
-        switch FileDescriptor.open(headPath, O_RDWR | O_CREAT, mode: 0o600) {
+        switch FileDescriptor.open(headPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, mode: 0o600) {
         case .success(let fd): head = fd.rawValue
         case .failure(let e):
             Glibc.close(lock)
             throw SpoolError(SystemError("open", headPath, e))
+        }
+        var headInfo = stat()
+        guard fstat(head, &headInfo) == 0, headInfo.st_mode & S_IFMT == S_IFREG else {
+            Glibc.close(head)
+            Glibc.close(lock)
+            throw SpoolError("mqtt-spool \(directory): \(headPath) is not a regular file; remove it (the spool makes its own)")
         }
         do throws(SpoolError) {
             let (state, recovery) = try EventSpool.recover(directory: directory, headFD: head)
@@ -365,7 +374,7 @@ public final class EventSpool: Sendable {
         let first = s.nextRecord
         let path = directory + "/" + SpoolFiles.segmentName(first)
         let fd: Int32
-        switch FileDescriptor.open(path, O_RDWR | O_CREAT | O_TRUNC, mode: 0o600) {
+        switch FileDescriptor.open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600) {
         case .success(let d): fd = d.rawValue
         case .failure(let e): throw SpoolError(SystemError("create", path, e))
         }
@@ -652,16 +661,9 @@ public final class EventSpool: Sendable {
     }
 
     static func listSegments(_ directory: String) throws(SpoolError) -> [UInt64] {
-        guard let dir = opendir(directory) else { throw SpoolError(SystemError("opendir", directory, .current)) }
-        defer { closedir(dir) }
-        var numbers: [UInt64] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if let n = SpoolFiles.segmentNumber(fromName: name) { numbers.append(n) }
-        }
-        return numbers.sorted()
+        let names: [String]
+        do { names = try Directory.entries(directory) } catch { throw SpoolError(error) }
+        return names.compactMap(SpoolFiles.segmentNumber(fromName:)).sorted()
     }
 
     static func readHead(_ fd: Int32) -> UInt64? {
@@ -676,7 +678,7 @@ public final class EventSpool: Sendable {
                 let crc = CRC32.update(0, UnsafeRawBufferPointer(rebasing: raw[(o + 4)..<(o + 20)]))
                 guard crc == SpoolFiles.get32(raw, o + 20) else { continue }
                 let generation = SpoolFiles.get64(raw, o + 4), record = SpoolFiles.get64(raw, o + 12)
-                if best == nil || generation > best!.generation { best = (generation, record) }
+                if generation > best?.generation ?? 0 || best == nil { best = (generation, record) }
             }
         }
         return best?.record
@@ -697,9 +699,14 @@ public final class EventSpool: Sendable {
                 recovery.notes.append("\(SpoolFiles.segmentName(first)) overlaps the segment before it; left in place and not read")
                 continue
             }
+            // Only a regular file of at most a segment's size is read (issue 16: every input bounded); a symlink,
+            // a FIFO or a device put in the spool's place is left alone and said so, and blocks nothing.
             let fd: Int32
-            switch FileDescriptor.open(path, O_RDWR) {
+            switch FileDescriptor.open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) {
             case .success(let d): fd = d.rawValue
+            case .failure(let e) where e.rawValue == ELOOP || e.rawValue == ENXIO || e.rawValue == EISDIR:
+                recovery.notes.append("\(SpoolFiles.segmentName(first)) is not a regular file (\(e)); left in place and not read")
+                continue
             case .failure(let e): throw SpoolError(SystemError("open", path, e))
             }
             var info = stat()
@@ -707,6 +714,20 @@ public final class EventSpool: Sendable {
                 let e = Errno.current
                 Glibc.close(fd)
                 throw SpoolError(SystemError("fstat", path, e))
+            }
+            guard info.st_mode & S_IFMT == S_IFREG, info.st_size >= 0, Int(info.st_size) <= SpoolFiles.maxSegmentFileBytes else {
+                recovery.notes.append(info.st_mode & S_IFMT == S_IFREG
+                    ? "\(SpoolFiles.segmentName(first)) is \(info.st_size) bytes, over a segment's \(SpoolFiles.maxSegmentFileBytes); left in place and not read"
+                    : "\(SpoolFiles.segmentName(first)) is not a regular file; left in place and not read")
+                Glibc.close(fd)
+                continue
+            }
+            // Back to blocking I/O for a regular file (O_NONBLOCK only kept a FIFO's open from waiting).
+            let flags = fcntl(fd, F_GETFL)
+            guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+                let e = Errno.current
+                Glibc.close(fd)
+                throw SpoolError(SystemError("fcntl", path, e))
             }
             let fileSize = Int(info.st_size)
             var content = [UInt8](repeating: 0, count: fileSize)

@@ -304,7 +304,26 @@ final class MQTTSession {
         if handshake {
             return "TLS with \(subject) failed: the broker ended the handshake (\(error.description))" + certificateHint()
         }
-        return error.description
+        return error.description + Self.sandboxHint(error.errno)
+    }
+
+    /// The shipped unit has no network (PrivateNetwork=yes, RestrictAddressFamilies=AF_UNIX, IPAddressDeny=any):
+    /// a socket refused outright, or a network namespace with nothing but `lo`, points at it, not at the broker.
+    static func sandboxHint(_ errno: Errno?, interfaces: () -> [String] = networkInterfaces) -> String {
+        guard let code = errno?.rawValue else { return "" }
+        let sandbox = " (the service's sandbox allows no network: install the drop-in "
+            + "/usr/share/scangate/mqtt-network.conf as /etc/systemd/system/scangate.service.d/mqtt-network.conf, see README)"
+        switch code {
+        case EAFNOSUPPORT, EPERM, EACCES: return sandbox
+        case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH:
+            let names = interfaces()
+            return !names.isEmpty && names.allSatisfy({ $0 == "lo" }) ? sandbox : ""
+        default: return ""
+        }
+    }
+
+    static func networkInterfaces() -> [String] {
+        (try? Directory.entries("/sys/class/net")) ?? []
     }
 
     /// "; the client certificate mqtt-tls-cert /etc/... (CN=kiosk-1) expired on ... (the broker refuses it)", or "".

@@ -33,8 +33,7 @@ enum WiegandClock {
 
     /// clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), resumed after a signal.
     static func sleepAbsolute(until target: UInt64) {
-        var ts = timespec(tv_sec: Int(target / 1_000_000_000), tv_nsec: Int(target % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        sleepThread(until: MonotonicInstant(nanoseconds: target))
     }
 }
 

@@ -7,6 +7,7 @@ import Images
 import Platform
 import Replay
 import Simulator
+import Settings
 
 /// The file readers on hostile files (issue 16): the config file, a scenario, a replay folder, a Y4M
 /// recording and an image, each given a path that is a regular file with the input's bytes, a sparse file
@@ -89,7 +90,7 @@ enum BoundedInputFuzz {
             do {
                 let camera = try SimulatedCamera(spec: path, settings: settings)
                 try camera.open()
-                _ = try camera.nextFrame()
+                _ = try camera.nextFrame(until: StopToken())
                 failure = nil
             } catch let e as UsageError {
                 failure = e.message
@@ -131,7 +132,7 @@ enum BoundedInputFuzz {
             defer { source.close() }
             try source.open()
             for _ in 0..<frames {
-                guard let frame = try source.nextFrame() else { break }
+                guard let frame = try source.nextFrame(until: StopToken()) else { break }
                 require(frame.luma.count == frame.width * frame.height, "frame of \(frame.luma.count) bytes")
             }
             return nil

@@ -1,5 +1,6 @@
 import Config
 import Core
+import Settings
 
 /// The INI config: any text either parses and applies or fails with a UsageError (typed throws make
 /// any other error impossible; the fuzzer looks for crashes and traps). What check-config prints for

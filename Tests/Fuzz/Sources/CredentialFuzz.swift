@@ -1,5 +1,6 @@
 import Core
 import Credentials
+import Settings
 
 /// Signed passes on hostile input: the JWS parser, base45, CBOR/COSE, and the JWKS reader.
 enum CredentialFuzz {

@@ -1,5 +1,6 @@
 import Core
 import Decoding
+import Tools
 
 /// The flattened-label pass of decode-image on arbitrary small images.
 enum DecodingFuzz {

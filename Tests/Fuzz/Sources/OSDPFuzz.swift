@@ -1,6 +1,7 @@
 import Core
 import OSDP
 import Platform
+import Settings
 
 /// The OSDP reader facing a hostile bus: anything a wire can carry, from any address, in any timing,
 /// through the frame reader, the secure channel and the PD state machine.

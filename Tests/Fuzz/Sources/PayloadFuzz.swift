@@ -1,6 +1,8 @@
 import Core
 import Decoding
 import Pipeline
+import Policies
+import Settings
 
 /// The payload normaliser and the payload filters.
 enum PayloadFuzz {

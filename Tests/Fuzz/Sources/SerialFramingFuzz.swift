@@ -1,5 +1,6 @@
 import Core
 import Serial
+import Settings
 
 /// The door-controller frame: for any payload and any valid framing/policy, the payload cannot forge or
 /// break a frame. Checked on the frame's bytes, the way a receiver parses them.
@@ -49,14 +50,7 @@ enum SerialFramingFuzz {
                 let bad = payload.contains(where: unsafe) || String(validating: payload, as: UTF8.self) == nil
                 require(bad, "a safe payload was rejected (\(error)): \(describe)")
             }
-            // SerialRejectPolicy gives the pipeline the same answer.
-            if let policy = settings.payloadPolicy {
-                require(!policy.verdict(for: symbol).isAccepted, "reject policy accepted a refused payload: \(describe)")
-            }
             return
-        }
-        if let policy = settings.payloadPolicy {
-            require(policy.verdict(for: symbol).isAccepted, "reject policy refused a sendable payload: \(describe)")
         }
         require(frame.allSatisfy { Int($0) < limit }, "frame has a byte the line cannot carry: \(frame) \(describe)")
         require(frame.starts(with: prefix) && frame.reversed().starts(with: suffix.reversed()),

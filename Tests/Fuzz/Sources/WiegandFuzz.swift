@@ -1,5 +1,6 @@
 import Core
 import Wiegand
+import Settings
 
 /// `wiegand`: WiegandEncoder (mapping + format) for settings picked from the input that pass
 /// `WiegandSettings.validate()`, on an arbitrary payload (and credential number). Invariants: a frame

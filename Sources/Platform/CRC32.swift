@@ -1,5 +1,6 @@
-/// CRC-32 as in zlib and Ethernet (reflected, polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF):
-/// the check of each spool record. Not a cryptographic check; it finds torn and rotten records.
+/// CRC-32 as in zlib and Ethernet (reflected, polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF;
+/// "123456789" gives 0xCBF43926): the check of each MQTT spool record and each one-time pass store record.
+/// Not a cryptographic check; it finds torn and rotten records.
 public enum CRC32 {
     static let table: [UInt32] = (0..<256).map { n in
         var c = UInt32(n)
@@ -17,6 +18,10 @@ public enum CRC32 {
     }
 
     public static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBytes { update(0, $0) }
+    }
+
+    public static func checksum(_ bytes: ArraySlice<UInt8>) -> UInt32 {
         bytes.withUnsafeBytes { update(0, $0) }
     }
 }

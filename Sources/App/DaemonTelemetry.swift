@@ -1,0 +1,168 @@
+import Core
+import MQTT
+import Pipeline
+import Platform
+import Service
+import Synchronization
+
+/// What the daemon knows about itself, for `scangate status`, the MQTT state and the metrics file:
+/// counters that survive reloads (each pipeline run's are added when it ends), reads by symbology and
+/// verdict, the decode-time histogram, and the health of the camera and every output. Fed from the
+/// decode queue (`report`, `frameDecoded`) without blocking; read from the status, MQTT and metrics
+/// threads.
+final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
+    let name = "telemetry"
+
+    private struct Counts {
+        var captured: UInt64 = 0
+        var decoded: UInt64 = 0
+        var dropped: UInt64 = 0
+        var reported: UInt64 = 0
+        var rejected: UInt64 = 0
+        var reads: [String: UInt64] = [:]        // "symbology\u{0}verdict"
+        var refusals: [String: UInt64] = [:]     // door output -> reads it refused
+        var lastReadAt: Int64?
+        var decodeSeconds = MetricsHistogram.decodeTime()
+    }
+    private let counts = Mutex(Counts())
+    /// The pipeline running now (its counters are live; they are folded in when it ends).
+    private let current = Mutex<Pipeline?>(nil)
+    private let started = MonotonicInstant.now()
+    private let status: StatusBoard
+    private let camera: String
+    private let outputs: @Sendable () -> [any Output]
+
+    init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output]) {
+        self.status = status
+        self.camera = camera
+        self.outputs = outputs
+    }
+
+    // MARK: fed by the pipeline
+
+    func running(_ pipeline: Pipeline) { current.withLock { $0 = pipeline } }
+
+    /// Folds a finished run's frame counters into the totals.
+    func ended(_ pipeline: Pipeline) {
+        current.withLock { if $0 === pipeline { $0 = nil } }
+        counts.withLock { c in
+            c.captured += pipeline.stats.captured
+            c.decoded += pipeline.stats.decoded
+            c.dropped += pipeline.droppedFrames
+        }
+    }
+
+    /// One frame decoded in `milliseconds` (the decode queue; the watchdog is fed at the same place).
+    func frameDecoded(milliseconds: Double) {
+        counts.withLock { $0.decodeSeconds.observe(milliseconds / 1000) }
+    }
+
+    func report(_ event: ReadEvent) {
+        let verdict: String
+        switch event.verdict {
+        case .accepted: verdict = event.outputs.isEmpty || event.reachedADoorOutput ? "accepted" : "refused"
+        case .rejected: verdict = "rejected"
+        }
+        counts.withLock { c in
+            c.reported += 1
+            if !event.verdict.isAccepted { c.rejected += 1 }
+            c.reads[event.symbol.symbology.zbarName + "\u{0}" + verdict, default: 0] += 1
+            for r in event.refusals { c.refusals[r.output, default: 0] += 1 }
+            c.lastReadAt = event.wallTimeNanoseconds
+        }
+    }
+
+    func close(deadline: MonotonicInstant) {}
+
+    // MARK: read by the status socket, MQTT and metrics
+
+    private struct Frames { var captured: UInt64; var decoded: UInt64; var dropped: UInt64 }
+
+    private var frames: Frames {
+        let live = current.withLock { $0 }
+        return counts.withLock { c in
+            Frames(captured: c.captured + (live?.stats.captured ?? 0), decoded: c.decoded + (live?.stats.decoded ?? 0),
+                   dropped: c.dropped + (live?.droppedFrames ?? 0))
+        }
+    }
+
+    var uptimeSeconds: Double { MonotonicInstant.now().milliseconds(since: started) / 1000 }
+
+    /// The camera as a component: up while the capture side scans (or is paused), down while it is lost.
+    var cameraHealth: ComponentHealth {
+        let capture = status.capture
+        let state: ComponentHealth.State = capture == .cameraLost ? .down : (capture == .starting ? .degraded : .ok)
+        return ComponentHealth(name: "camera", state: state, detail: "\(camera): \(capture.rawValue)",
+                               lastError: capture == .cameraLost ? "camera lost" : nil,
+                               sent: frames.captured, errors: frames.dropped)
+    }
+
+    /// The camera and every output that can say how it is (MQTT left out when MQTT itself asks).
+    func components(includingMQTT: Bool = true) -> [ComponentHealth] {
+        [cameraHealth] + outputs().filter { includingMQTT || !($0 is MQTTOutput) }.compactMap { ($0 as? HealthReporting)?.health }
+    }
+
+    private var mqtt: MQTTOutput? { outputs().first { $0 is MQTTOutput } as? MQTTOutput }
+
+    /// The controller link (a door output that can tell), when there is one.
+    private var controllerLink: (name: String, link: StatusBoard.Link)? {
+        status.links.sorted { $0.key < $1.key }.first.map { ($0.key, $0.value) }
+    }
+
+    func statusReport() -> StatusReport {
+        let f = frames
+        let c = counts.withLock { $0 }
+        var drops = [StatusReport.Drop(name: "frames replaced in the handoff", count: f.dropped)]
+        for (output, count) in c.refusals.sorted(by: { $0.key < $1.key }) {
+            drops.append(StatusReport.Drop(name: "reads refused by \(output)", count: count))
+        }
+        let mqttStatus = mqtt.map { m -> StatusReport.MQTT in
+            let l = m.link
+            return StatusReport.MQTT(connected: l.connected, detail: l.detail, spoolEvents: l.spool.records,
+                                     spoolBytes: l.spool.bytes, dropped: l.dropped)
+        }
+        return StatusReport(status: status.status.rawValue, version: ScanGateCommand.version, pid: getpid(),
+                            uptimeSeconds: uptimeSeconds,
+                            frames: StatusReport.Frames(captured: f.captured, decoded: f.decoded, dropped: f.dropped),
+                            reads: StatusReport.Reads(reported: c.reported, rejected: c.rejected, lastAt: c.lastReadAt),
+                            drops: drops, devices: components(),
+                            controller: controllerLink.map { StatusReport.Link(name: $0.name, online: $0.link.online, detail: $0.link.detail) },
+                            mqtt: mqttStatus)
+    }
+
+    func fleetState() -> FleetState {
+        let f = frames
+        let c = counts.withLock { $0 }
+        return FleetState(status: status.status, version: ScanGateCommand.version, uptimeSeconds: uptimeSeconds,
+                          components: components(includingMQTT: false),
+                          counters: FleetCounters(framesCaptured: f.captured, framesDecoded: f.decoded, framesDropped: f.dropped,
+                                                  reads: c.reported, rejected: c.rejected),
+                          lastReadWallNanoseconds: c.lastReadAt)
+    }
+
+    func metrics() -> MetricsSnapshot {
+        let f = frames
+        let c = counts.withLock { $0 }
+        var m = MetricsSnapshot()
+        m.framesCaptured = f.captured
+        m.framesDecoded = f.decoded
+        m.framesDropped = f.dropped
+        m.reads = c.reads.sorted { $0.key < $1.key }.map { key, count in
+            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
+            return MetricsSnapshot.ReadCount(symbology: parts[0], verdict: parts.count > 1 ? parts[1] : "", count: count)
+        }
+        m.outputErrors = outputs().compactMap { ($0 as? HealthReporting)?.health }
+            .map { MetricsSnapshot.OutputErrors(output: $0.name, count: $0.errors) }
+        m.decodeSeconds = c.decodeSeconds
+        m.cameraUp = status.capture == .scanning || status.capture == .paused
+        let links = status.links
+        m.controllerOnline = links.isEmpty ? nil : links.values.allSatisfy(\.online)
+        if let mqtt {
+            let l = mqtt.link
+            m.mqttConnected = l.connected
+            m.mqttSpoolEvents = l.spool.records
+            m.mqttSpoolDropped = l.dropped
+        }
+        return m
+    }
+}
