@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "Debounce", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
         // 5. Policies on the credential itself: the payload filters, and signed passes verified offline.
         .target(name: "Policies", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
-        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "CShim", "COpenSSL"],
+        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "Components", "CShim", "COpenSSL"],
                 swiftSettings: swiftSettings),
         // 2-5. Capture thread, newest-frame handoff, the decode queue, the dispatcher (policies → door
         // outputs → report outputs → feedback).
@@ -91,6 +91,9 @@ let package = Package(
         // and beeper inputs.
         .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "CGpiod"],
                 path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
+        // A door strike's relay on one GPIO line, pulsed for each accepted read (a door with no panel).
+        .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO"],
+                path: "Sources/Outputs/DoorRelay", swiftSettings: swiftSettings),
         // MQTT to the fleet's broker (libmosquitto): events, state, commands, a spool that loses nothing.
         .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL"],
                 path: "Sources/Outputs/MQTT", swiftSettings: swiftSettings),
@@ -99,7 +102,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
-                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "MQTT", "Feedback", "GPIO",
+                                                "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "MQTT", "DoorRelay", "Feedback", "GPIO",
                                                 "Sound", "Credentials"],
                 swiftSettings: swiftSettings),
 
@@ -127,7 +130,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "Tools", "App", "CShim", "OSDP", "Credentials", "MQTT"],
+                                   "Tools", "App", "CShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),

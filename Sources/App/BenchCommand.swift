@@ -19,6 +19,8 @@ enum BenchCommand {
           latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
           wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
                        200 us-20 ms), min/p50/p99/max
+          credentials  signed-pass verification per pass (JWT/CWT, Ed25519/ES256), p50/p99, beside one
+                       full zbar pass (target p99 < 2 ms), and a one-time consume (append + fdatasync)
           mqtt         event -> PUBACK p50/p99 against Debian's mosquitto on 127.0.0.1 (started here);
                        10,000 events with the broker down then up: spool and drain rates; decoding
                        throughput with an MQTT output on vs off                       target >= 97%
@@ -125,6 +127,9 @@ enum BenchCommand {
         report.rows.append(.init(name: "Wiegand frames sent right to the bit", measured: "\(wiegand.framesSent)/\(wiegand.framesExpected)",
                                  target: "all", pass: wiegand.framesSent == wiegand.framesExpected))
 
+        options.progress("signed passes")
+        let credentials = try benchCredentials()
+        report.rows += credentials.rows(zbarPassMilliseconds: idle.fullPassMs)
         options.progress("MQTT")
         let mqtt = try BenchMQTT.run()
         report.rows.append(.init(name: "MQTT event -> PUBACK, p50/p99 (loopback)",

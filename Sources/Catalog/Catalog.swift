@@ -1,6 +1,7 @@
 import Components
 import Credentials
 import Core
+import DoorRelay
 import Policies
 import Settings
 import Feedback
@@ -42,6 +43,7 @@ public enum Catalog {
             SerialOutput.component(system: seams.serial),
             WiegandOutput.component(calls: seams.gpiodBulk),
             OSDPOutput.component(system: seams.serial, firmware: firmware, wiegandBits: wiegandBits),
+            DoorRelayOutput.component(calls: seams.gpiod),
             MQTTOutput.component(hooks: fleet),
             GPIOFeedback.component(calls: seams.gpiod),
             BeepFeedback.component(calls: seams.alsa),
@@ -59,6 +61,13 @@ extension Catalog {
             policies.append(try CredentialPolicy.make(settings: settings.credential, logger: logger))
         }
         return policies
+    }
+
+    /// Doctor's rows for the policies that have something to check on this machine: signed passes (keys,
+    /// the clock, the replay store's directory). Listed here, next to `policies`, so that a new policy's
+    /// doctor check is registered where the policy is.
+    public static func policyDoctorRows(_ settings: RunSettings, context: DoctorContext) -> [DoctorRow] {
+        CredentialDoctor.rows(settings.credential)
     }
 
     /// Checks every configured component's combination of options, as `run` would at start, without

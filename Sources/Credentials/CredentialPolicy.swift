@@ -88,16 +88,30 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
 
     public var keys: CredentialKeySet { state.withLock { $0.verifier.keys } }
 
+    /// Judges the payload as a pass. Whatever the verdict, what comes after the policies sees the
+    /// payload's fingerprint (`TokenFingerprint`) as the read's data, never the token: the report outputs
+    /// (the JSON line on stdout, which systemd puts in the journal; the journal line; MQTT and its spool
+    /// on disk) would otherwise carry a bearer secret - a pass refused as `wrong-audience` or `clock not
+    /// synchronised` is still good at another door or a minute later. Door outputs get `doorData`: the
+    /// number, or with credential-output = token the token itself.
     public func judge(_ event: inout ReadEvent) {
         guard event.verdict.isAccepted else { return }
-        switch evaluate(event.symbol.data) {
+        let payload = event.symbol.data
+        var verdict = Verdict.accepted
+        var credential: CredentialInfo?
+        var doorData: [UInt8] = []
+        switch evaluate(payload) {
         case .success(let pass):
-            event.credential = pass.info
-            event.doorData = settings.output == .number ? Array(pass.number.utf8) : event.symbol.data
+            credential = pass.info
+            doorData = settings.output == .number ? Array(pass.number.utf8) : payload
         case .failure(let refusal):
-            event.verdict = .rejected(reason: refusal.reason.rawValue)
-            event.credential = nil
+            verdict = .rejected(reason: refusal.reason.rawValue)
         }
+        let shown = DecodedSymbol(symbology: event.symbol.symbology, data: Array(TokenFingerprint.describe(payload).utf8),
+                                  bounds: event.symbol.bounds)
+        event = ReadEvent(seq: event.seq, wallTimeNanoseconds: event.wallTimeNanoseconds, symbol: shown, frame: event.frame,
+                          dequeuedAt: event.dequeuedAt, emittedAt: event.emittedAt, verdict: verdict, credential: credential,
+                          doorData: doorData, outputs: event.outputs)
     }
 
     /// The whole check for one payload: the clock, the pass, then one-time use. Logs the outcome (the

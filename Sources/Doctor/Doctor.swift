@@ -70,6 +70,7 @@ public enum Doctor {
         for component in Catalog.components(system.devices) {
             rows += component.doctor(settings, context)
         }
+        rows += Catalog.policyDoctorRows(settings, context: context)
         return rows
     }
 

@@ -29,19 +29,25 @@ public enum DoctorCommand {
           sudo -u scangate scangate doctor --config /etc/scangate/scangate.conf --blink --test-beep --test-frame
 
         Checks:
-          config    the settings resolve (an error names the file, line and key)
-          camera    the formats it offers (V4L2), open as run opens it, frames captured for N seconds
-                    with their size, and the codes zbar reads in them (sim: and replay: sources work too)
-          gpio      with --gpio-chip: the chip (label, name, path) and each configured line requested
-          sound     with --beep: the ALSA device opened
-          serial    with --serial: the port opened, speed and format read back from the driver
-          osdp      with --osdp: the port opened as run opens it, the panel's commands heard for the N seconds
-                    (to which addresses, secure or not), and unless osdp-secure = off the secure channel
-                    brought up with osdp-scbk-file for up to 8 s
-          wiegand   with --wiegand-d0/--wiegand-d1: the lines requested idle high on the chip (and the panel's
-                    LED/beeper input lines); with --test-wiegand one test number sent
-          mqtt      with --mqtt-host: the settings (files and their permissions), the client certificate's
-                    dates, and one connection to the broker (TLS and host name checked, login, refusal reason)
+          config      the settings resolve (an error names the file, line and key)
+          camera      the formats it offers (V4L2), open as run opens it, frames captured for N
+                      seconds with their size, and the codes zbar reads in them (sim: and replay:
+                      sources work too)
+          gpio        with --gpio-chip: the chip (label, name, path) and each configured line
+                      requested
+          sound       with --beep: the ALSA device opened
+          serial      with --serial: the port opened, speed and format read back from the driver
+          osdp        with --osdp: the port opened as run opens it, the panel's commands heard for
+                      the N seconds (to which addresses, secure or not), and unless osdp-secure = off
+                      the secure channel brought up with osdp-scbk-file for up to 8 s
+          wiegand     with --wiegand-d0/--wiegand-d1: the lines requested idle high on the chip (and
+                      the panel's LED/beeper input lines); with --test-wiegand one test number sent
+          mqtt        with --mqtt-host: the settings (files and their permissions), the client
+                      certificate's dates, and one connection to the broker (TLS and host name
+                      checked, login, refusal reason)
+          door-relay  with --door-relay: the line requested inactive (--test-relay: one pulse)
+          credential  with --credential-format: the keys and their kids, the clock synchronised or
+                      not, and with --credential-one-time the replay store's directory (nothing created)
 
         Options:
         \(own)

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import XCTest
 import Settings
+import Service
 
 /// CredentialPolicy as the decode queue uses it: verdicts and reasons on a ReadEvent, what door outputs
 /// get, one-time use, the clock check (injected), reloads, logs, the JSON member.
@@ -177,6 +178,33 @@ final class CredentialPolicyTests: XCTestCase {
         }
         XCTAssertTrue(log.lines.contains { $0.contains("credential refused: wrong-audience (eyJhbGci... \(token.utf8.count) bytes, sha256 ") }, "\(log.lines)")
         XCTAssertTrue(log.lines.contains { $0.contains("credential accepted: jwt number 12345678 kid site jti ") }, "\(log.lines)")
+    }
+
+    func testReportOutputsSeeTheFingerprintNeverTheToken() throws {
+        // Accepted (number and token output), refused as wrong-audience (a pass good at another door) and
+        // as clock not synchronised (a pass good a minute later): the JSON line and the journal line carry
+        // the fingerprint; only door outputs get the token, and only with credential-output = token.
+        let token = try pass(.cwt)
+        let fingerprint = TokenFingerprint.describe(Array(token.utf8))
+        let unsynced = policy(clock: ClockSync.fixed(false))
+        for (policy, expect) in [(policy(), Verdict.accepted), (policy { $0.output = .token }, .accepted),
+                                 (policy { $0.audience = "front" }, .rejected(reason: "wrong-audience")),
+                                 (unsynced, .rejected(reason: "clock not synchronised"))] {
+            let event = judged(policy, token)
+            XCTAssertEqual(event.verdict, expect)
+            XCTAssertEqual(String(decoding: event.symbol.data, as: UTF8.self), fingerprint)
+            XCTAssertEqual(event.symbol.symbology, .qr)
+            let json = EventLine.json(event)
+            XCTAssertFalse(json.contains(token), json)
+            XCTAssertTrue(json.contains("\"data\":\"SG1:"), json)
+            XCTAssertFalse(JournalLogSink.line(for: event).contains(token))
+            XCTAssertFalse(EventLine.text(event)?.contains(token) ?? false)
+            if policy.settings.output == .token, expect.isAccepted {
+                XCTAssertEqual(event.doorData, Array(token.utf8))
+            } else if expect.isAccepted {
+                XCTAssertEqual(event.doorData, Array("12345678".utf8))
+            }
+        }
     }
 
     func testReloadSwapsKeysAndKeepsThemWhenTheFileIsBroken() throws {

@@ -211,6 +211,24 @@ final class DeployUnitTests: XCTestCase {
         }
         XCTAssertEqual(try values("SystemCallFilter").first, "@system-service")
     }
+
+    /// The one-time pass store lives in the unit's StateDirectory (the only writable place under /var/lib
+    /// with ProtectSystem=strict), and the clock check can read adjtimex(2): systemd's own analysis of the
+    /// unit's final system-call set allows adjtimex, while nothing in the unit can set the clock
+    /// (no capabilities at all, so any adjtimex mode bit is EPERM; the other @clock calls stay filtered).
+    func testReplayStoreDirectoryAndTheClockCheck() throws {
+        try requireAnalyze()
+        XCTAssertTrue(try values("StateDirectory").first?.split(separator: " ").contains("scangate") ?? false)
+        XCTAssertTrue(CredentialSettings().replayStore.hasPrefix("/var/lib/scangate/"), "the default store is not in StateDirectory")
+        XCTAssertEqual(try values("ProtectClock"), [], "ProtectClock=yes filters adjtimex even read-only")
+        XCTAssertEqual(try values("CapabilityBoundingSet"), [""])
+        let filters = try values("SystemCallFilter")
+        XCTAssertTrue(filters.contains("adjtimex"), "\(filters)")
+        XCTAssertTrue(filters.contains { $0.hasPrefix("~") && $0.contains("@privileged") }, "\(filters)")
+        let result = try ConfigTestFiles.run(analyze, ["security", "--offline=yes", "--no-pager", root + "/deploy/scangate.service"])
+        let clock = try XCTUnwrap(result.stdout.split(separator: "\n").first { $0.contains("SystemCallFilter=~@clock") }, result.stdout)
+        XCTAssertTrue(clock.contains("adjtimex is allowed"), String(clock))
+    }
 }
 
 /// A tool the deploy checks need is not installed: the test fails (it never skips).
