@@ -36,7 +36,6 @@ let package = Package(
         systemLibrary("CPNG", pkgConfig: "libpng", apt: "libpng-dev"),
         systemLibrary("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: "libmosquitto-dev"),
-        systemLibrary("CCbor", pkgConfig: "libcbor", apt: "libcbor-dev"),
         // What Swift cannot import: function-like macros, variadic calls, C-only globals.
         .target(name: "CShim", dependencies: ["CV4L2", "CALSA", "CZbar"]),
         // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the second decoder of decode-image.

@@ -14,8 +14,8 @@ public enum StatusCommand {
         Asks the running daemon how it is doing: status, uptime, frames, reads, drops, each device's
         health with its last error, the controller link, the MQTT link and its spool.
           --json         print the daemon's JSON document as it is
-          --socket PATH  the daemon's status socket (default \(StatusSocket.defaultPath()):
-                         $RUNTIME_DIRECTORY/status.sock, or /run/scangate/status.sock)
+          --socket PATH  the daemon's status socket (default here: \(StatusSocket.defaultPath());
+                         that is $RUNTIME_DIRECTORY/status.sock when set, else /run/scangate/status.sock)
           -h, --help     show this help
         Exit 0 when the daemon answered; 1 when no daemon runs or it cannot be asked; 2 for a bad flag.
         """

@@ -47,7 +47,8 @@ public enum ConfigFileRendering {
             "# Check the file with `scangate check-config /etc/scangate/scangate.conf`;",
             "# reload a running service with `systemctl reload scangate`.",
             "# The package's udev rules give stable names: camera = /dev/scangate-camera and",
-            "# serial = /dev/scangate-serial (adapt the USB IDs in /lib/udev/rules.d/60-scangate-*.rules).",
+            "# serial = /dev/scangate-serial. To adapt their USB IDs, copy /lib/udev/rules.d/60-scangate-*.rules",
+            "# to /etc/udev/rules.d and edit the copy (an upgrade replaces the files in /lib).",
             "#",
             "# This file is generated from the option table: scangate check-config --example",
         ]

@@ -40,8 +40,8 @@ public enum DoctorCommand {
           osdp        with --osdp: the port opened as run opens it, the panel's commands heard for
                       the N seconds (to which addresses, secure or not), and unless osdp-secure = off
                       the secure channel brought up with osdp-scbk-file for up to 8 s
-          wiegand     with --wiegand-d0/--wiegand-d1: the lines requested idle high on the chip (and
-                      the panel's LED/beeper input lines); with --test-wiegand one test number sent
+          wiegand     with --wiegand-d0/--wiegand-d1: D0/D1 requested idle on the chip; with
+                      --test-wiegand one test number sent
           mqtt        with --mqtt-host: the settings (files and their permissions), the client
                       certificate's dates, and one connection to the broker (TLS and host name
                       checked, login, refusal reason)

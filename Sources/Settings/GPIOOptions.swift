@@ -11,7 +11,7 @@ extension OptionTable {
                    show: { $0.gpio.chip ?? "" }),
         lineOption("led-green", .green, "green LED line (good read): an offset (17) or a line name (GPIO17)"),
         lineOption("led-red", .red, "red LED line (rejected code): an offset or a line name"),
-        lineOption("status-led", .status, "status LED line (heartbeat while scanning, fast blink when the camera is lost, off when paused): an offset or a line name"),
+        lineOption("status-led", .status, "status LED line (heartbeat while scanning, fast blink when the camera is lost, slow blink when the controller is offline, off when paused): an offset or a line name"),
         lineOption("buzzer", .buzzer, "buzzer line (driven on/off, e.g. an active buzzer through a transistor): an offset or a line name"),
         OptionSpec("gpio-active-low", .gpio, .value(placeholder: "LIST"), default: "",
                    help: "roles whose line is active when low, comma-separated: green,red,status,buzzer",
@@ -49,7 +49,7 @@ extension OptionTable {
         msOption("cue-buzz-ms", default: 40, 0...1000,
                  "with feedback controller: the read cue's buzz on each read (0: silent)", \.cueBuzzMs),
         msOption("gpio-retry-ms", default: 5000, 100...600000,
-                 "a GPIO chip or line that cannot be opened (missing, busy) is tried again this often; scanning goes on",
+                 "an LED or buzzer GPIO chip or line that cannot be opened (missing, busy) is tried again this often; scanning goes on (Wiegand and door-relay lines: every 5 s)",
                  \.retryMs),
     ]
 

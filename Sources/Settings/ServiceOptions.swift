@@ -27,7 +27,7 @@ extension OptionTable {
                    },
                    show: { $0.service.statusSocket }),
         OptionSpec("metrics-textfile", .service, .value(placeholder: "PATH"), default: "",
-                   help: "write Prometheus metrics for the node exporter's textfile collector to this .prom file (e.g. /var/lib/prometheus/node-exporter/scangate.prom); unset: none",
+                   help: "write Prometheus metrics for the node exporter's textfile collector to this .prom file (under the unit: /var/lib/scangate/metrics/scangate.prom, symlinked from /var/lib/prometheus/node-exporter/); unset: none",
                    apply: { s, v in
                        let t = v.trimmingSpaces
                        guard t.isEmpty || (t.hasPrefix("/") && t.hasSuffix(".prom")) else {
