@@ -71,6 +71,18 @@ final class Daemon: @unchecked Sendable {
 
     /// Reads the config again (as SIGHUP does): the running pipeline stops and the daemon rebuilds what
     /// changed.
+    /// The configuration file and flags as a reload would read them, checked without side effects:
+    /// nil when they load, else the error a reload would log.
+    func checkConfiguration() -> String? {
+        do {
+            let new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
+            try Catalog.validate(new, components: Catalog.components(seams))
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
     func requestReload(from origin: String) {
         logger.notice("\(origin): reloading \(configPath ?? "(no config file; flags only)")")
         let p = control.withLock { c in c.reloadRequested = true; return c.pipeline }
@@ -107,6 +119,7 @@ final class Daemon: @unchecked Sendable {
         status.addObserver(outputs)
         let telemetry = DaemonTelemetry(status: status, camera: source.name, outputs: { outputs.outputs })
         telemetryBox.set(telemetry)
+        let services = DaemonServices(logger: logger, telemetry: telemetry)
 
         let signals = SignalHandlers()
         signals.on([SIGINT, SIGTERM]) { [self] sig in
@@ -116,6 +129,7 @@ final class Daemon: @unchecked Sendable {
             deadline.arm(milliseconds: timeout, logger: logger) {
                 outputs.forceInactive()
                 hub.forceInactive()
+                services.lastWord()
             }
         }
         signals.on([SIGUSR1]) { [self] _ in setPaused(!isPaused) }
@@ -135,7 +149,6 @@ final class Daemon: @unchecked Sendable {
             return usageError("\(error)")
         }
         installFeedback(components, hub, from: nil, to: settings)
-        var services = DaemonServices(logger: logger, telemetry: telemetry)
         services.apply(settings.service)
 
         var sourceOpen = false
@@ -158,11 +171,13 @@ final class Daemon: @unchecked Sendable {
                                         telemetry.frameDecoded(milliseconds: ms)
                                     })
             telemetry.running(pipeline)
-            let (terminating, paused) = control.withLock { c in
+            let (terminating, paused, reloadWaiting) = control.withLock { c in
                 c.pipeline = pipeline
-                return (c.terminating, c.paused)
+                return (c.terminating, c.paused, c.reloadRequested)
             }
             if terminating { pipeline.stopForSignal() }
+            // Asked for while the last reload was being carried out: this run is the old configuration.
+            else if reloadWaiting { pipeline.stopForReload() }
             if paused { pipeline.setPaused(true) }
             outcome = pipeline.run()
             telemetry.ended(pipeline)
@@ -253,25 +268,47 @@ final class Daemon: @unchecked Sendable {
 }
 
 /// The status socket and the metrics file: rebuilt when their settings change, closed at exit.
-struct DaemonServices {
+/// The status socket and the metrics file, (re)built from `[service]` by the main thread; the stop
+/// deadline's last word reaches the metrics file from the signal thread.
+final class DaemonServices: Sendable {
     let logger: Logger
     let telemetry: DaemonTelemetry
-    private var applied: ServiceSettings?
-    private var socket: StatusSocket?
-    private var metrics: MetricsTextfile?
+    fileprivate struct State {
+        var applied: ServiceSettings?
+        var socket: StatusSocket?
+        var metrics: MetricsTextfile?
+    }
+    private let state = Mutex(State())
 
     init(logger: Logger, telemetry: DaemonTelemetry) {
         self.logger = logger
         self.telemetry = telemetry
     }
 
-    mutating func apply(_ settings: ServiceSettings) {
+    func apply(_ settings: ServiceSettings) {
+        state.withLock { s in s.apply(settings, logger: logger, telemetry: telemetry) }
+    }
+
+    /// The stop deadline ran out: the metrics file says scangate_up 0 (never waits; see writeDown).
+    func lastWord() {
+        let metrics = state.withLockIfAvailable { $0.metrics } ?? nil
+        metrics?.writeDown()
+    }
+
+    func close() {
+        let (socket, metrics) = state.withLock { s in (s.socket, s.metrics) }
+        socket?.close()
+        metrics?.close()
+    }
+}
+
+extension DaemonServices.State {
+    mutating func apply(_ settings: ServiceSettings, logger: Logger, telemetry: DaemonTelemetry) {
         if applied?.statusSocket != settings.statusSocket {
             socket?.close()
             socket = nil
             if settings.statusSocket != "off" {
                 let path = settings.statusSocket == "auto" ? StatusSocket.defaultPath() : settings.statusSocket
-                let telemetry = self.telemetry
                 do throws(SystemError) {
                     socket = try StatusSocket(path: path, provider: { telemetry.statusReport() }, logger: logger)
                     logger.info("status: answering scangate status on \(path)")
@@ -284,7 +321,6 @@ struct DaemonServices {
             metrics?.close()
             metrics = nil
             if !settings.metricsTextfile.isEmpty {
-                let telemetry = self.telemetry
                 do throws(SystemError) {
                     metrics = try MetricsTextfile(path: settings.metricsTextfile,
                                                   intervalSeconds: Double(settings.metricsIntervalSeconds),
@@ -296,11 +332,6 @@ struct DaemonServices {
             }
         }
         applied = settings
-    }
-
-    func close() {
-        socket?.close()
-        metrics?.close()
     }
 }
 
@@ -324,8 +355,13 @@ final class DaemonCommands: MQTTCommandHandler, @unchecked Sendable {
         case .pause: return daemon.setPaused(true) ? .done("paused") : .failed("already paused")
         case .resume: return daemon.setPaused(false) ? .done("scanning") : .failed("not paused")
         case .reload:
+            // Checked first, so the result says whether the file loads; the reload itself follows on the
+            // main thread (this thread may be the MQTT output a reload rebuilds, so it does not wait).
+            if let error = daemon.checkConfiguration() {
+                return .failed("the configuration does not load, nothing changed: \(error)")
+            }
             daemon.requestReload(from: "MQTT command reload")
-            return .done("reloading the configuration")
+            return .done("the configuration loads; reloading")
         }
     }
 }

@@ -23,10 +23,11 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         var refusals: [String: UInt64] = [:]     // door output -> reads it refused
         var lastReadAt: Int64?
         var decodeSeconds = MetricsHistogram.decodeTime()
+        /// The pipeline running now (its counters are live; they are folded in when it ends). Under the
+        /// same lock as the totals, so a reader never sees a finished run counted twice or not at all.
+        var current: Pipeline?
     }
     private let counts = Mutex(Counts())
-    /// The pipeline running now (its counters are live; they are folded in when it ends).
-    private let current = Mutex<Pipeline?>(nil)
     private let started = MonotonicInstant.now()
     private let status: StatusBoard
     private let camera: String
@@ -40,12 +41,12 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
 
     // MARK: fed by the pipeline
 
-    func running(_ pipeline: Pipeline) { current.withLock { $0 = pipeline } }
+    func running(_ pipeline: Pipeline) { counts.withLock { $0.current = pipeline } }
 
     /// Folds a finished run's frame counters into the totals.
     func ended(_ pipeline: Pipeline) {
-        current.withLock { if $0 === pipeline { $0 = nil } }
         counts.withLock { c in
+            if c.current === pipeline { c.current = nil }
             c.captured += pipeline.stats.captured
             c.decoded += pipeline.stats.decoded
             c.dropped += pipeline.droppedFrames
@@ -79,9 +80,9 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
     private struct Frames { var captured: UInt64; var decoded: UInt64; var dropped: UInt64 }
 
     private var frames: Frames {
-        let live = current.withLock { $0 }
-        return counts.withLock { c in
-            Frames(captured: c.captured + (live?.stats.captured ?? 0), decoded: c.decoded + (live?.stats.decoded ?? 0),
+        counts.withLock { c in
+            let live = c.current
+            return Frames(captured: c.captured + (live?.stats.captured ?? 0), decoded: c.decoded + (live?.stats.decoded ?? 0),
                    dropped: c.dropped + (live?.droppedFrames ?? 0))
         }
     }
@@ -104,10 +105,13 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
 
     private var mqtt: MQTTOutput? { outputs().first { $0 is MQTTOutput } as? MQTTOutput }
 
-    /// The controller link (a door output that can tell), when there is one.
-    private var controllerLink: (name: String, link: StatusBoard.Link)? {
-        status.links.sorted { $0.key < $1.key }.first.map { ($0.key, $0.value) }
+    /// The door controller's links (OSDP, ...): never the MQTT broker, which is no controller. An offline
+    /// one first, so it is never hidden by another that is online.
+    private var doorLinks: [(name: String, link: StatusBoard.Link)] {
+        status.links.filter { $0.key != "mqtt" }.sorted { ($0.value.online ? 1 : 0, $0.key) < ($1.value.online ? 1 : 0, $1.key) }
+            .map { ($0.key, $0.value) }
     }
+    private var controllerLink: (name: String, link: StatusBoard.Link)? { doorLinks.first }
 
     func statusReport() -> StatusReport {
         let f = frames
@@ -155,8 +159,8 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
             .map { MetricsSnapshot.OutputErrors(output: $0.name, count: $0.errors) }
         m.decodeSeconds = c.decodeSeconds
         m.cameraUp = status.capture == .scanning || status.capture == .paused
-        let links = status.links
-        m.controllerOnline = links.isEmpty ? nil : links.values.allSatisfy(\.online)
+        let links = doorLinks
+        m.controllerOnline = links.isEmpty ? nil : links.allSatisfy(\.link.online)
         if let mqtt {
             let l = mqtt.link
             m.mqttConnected = l.connected

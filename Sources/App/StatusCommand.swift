@@ -135,6 +135,8 @@ public enum StatusCommand {
     }
 
     static func duration(_ seconds: Double) -> String {
+        // Whatever answers on the socket is not trusted to send a sane number: no trap on 1e300 or NaN.
+        guard seconds.isFinite, seconds >= 0, seconds < 1e12 else { return "? s" }
         let s = Int(seconds)
         if s < 60 { return "\(s) s" }
         if s < 3600 { return "\(s / 60) min \(s % 60) s" }

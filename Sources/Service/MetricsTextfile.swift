@@ -193,6 +193,8 @@ public final class MetricsTextfile: Sendable {
         let provider: @Sendable () -> MetricsSnapshot
         let logger: Logger
         let writes = Atomic<UInt64>(0)
+        /// One write at a time (the thread, close, and the stop deadline's last word share the temporary name).
+        private let writing = Mutex<MetricsSnapshot?>(nil)
 
         init(path: String, provider: @escaping @Sendable () -> MetricsSnapshot, logger: Logger) {
             self.path = path
@@ -201,6 +203,31 @@ public final class MetricsTextfile: Sendable {
         }
 
         func write(_ snapshot: MetricsSnapshot) throws(SystemError) {
+            try writing.withLock { last throws(SystemError) in
+                try writeUnlocked(snapshot)
+                last = snapshot
+            }
+        }
+
+        /// The last snapshot written, again with scangate_up 0, unless a write is under way (it may be the
+        /// one that is stuck): never waits. It reuses the last snapshot rather than asking the daemon's
+        /// components, one of which may be what is stuck. False when nothing was written.
+        func writeLastDown() throws(SystemError) -> Bool {
+            let result: Result<Bool, SystemError>? = writing.withLockIfAvailable { last in
+                guard var down = last else { return .success(false) }
+                down.up = false
+                do throws(SystemError) { try writeUnlocked(down) } catch { return .failure(error) }
+                last = down
+                return .success(true)
+            }
+            switch result {
+            case .none: return false
+            case .some(.success(let wrote)): return wrote
+            case .some(.failure(let e)): throw e
+            }
+        }
+
+        private func writeUnlocked(_ snapshot: MetricsSnapshot) throws(SystemError) {
             let text = PrometheusText.render(snapshot)
             let temporary = path + ".tmp"
             let fd: FileDescriptor
@@ -220,7 +247,11 @@ public final class MetricsTextfile: Sendable {
                 unlink(temporary)
                 throw SystemError("write", temporary, e)
             }
-            _ = fd.close()
+            // close reports a late write error (a full disk, NFS): the file is not renamed into place then.
+            if case .failure(let e) = fd.close() {
+                unlink(temporary)
+                throw SystemError("close", temporary, e)
+            }
             guard rename(temporary, path) == 0 else {
                 let e = Errno.current
                 unlink(temporary)
@@ -262,6 +293,18 @@ public final class MetricsTextfile: Sendable {
 
     /// Renders `snapshot` and replaces the file atomically.
     public func write(_ snapshot: MetricsSnapshot) throws(SystemError) { try writer.write(snapshot) }
+
+    /// The stop deadline's path (the process ends next, threads may be stuck): one last file saying
+    /// scangate_up 0, from the caller's thread, never waiting (false when a write was under way).
+    @discardableResult
+    public func writeDown() -> Bool {
+        do {
+            return try writer.writeLastDown()
+        } catch {
+            writer.logger.warning("metrics-textfile: \(error)")
+            return false
+        }
+    }
 
     /// Stops the thread and leaves a last file with scangate_up 0. Once.
     public func close() {

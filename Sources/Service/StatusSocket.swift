@@ -14,9 +14,9 @@ import Glibc
 /// replaced; one that still answers means another daemon runs, and is an error.
 ///
 /// Protocol: the client sends one line, `status`, and gets one JSON document (`StatusReport.json`) and a
-/// newline, then the connection closes. Bounds: connections are served one at a time on the socket's
-/// own thread (backlog 8; more wait in the kernel or are refused), a request of at most 256 bytes,
-/// 2 s to send it and 2 s to read the answer; a client that breaks them is dropped.
+/// newline, then the connection closes. Bounds: up to 16 clients at once on the socket's own thread (one
+/// poll; more wait in the kernel's backlog of 8, or are refused), a request of at most 256 bytes, 1 s to
+/// send it and 2 s to read the answer; a client that breaks them is dropped, and none delays `close`.
 public final class StatusSocket: Sendable {
     public static let fileName = "status.sock"
     public static let maxRequestBytes = 256
@@ -51,8 +51,12 @@ public final class StatusSocket: Sendable {
     public init(path: String = StatusSocket.defaultPath(), group: String? = "scangate",
                 provider: @escaping @Sendable () -> StatusReport, logger: Logger) throws(SystemError) {
         self.path = path
-        let bytes = Array(path.utf8)
-        guard bytes.count < 100 else { throw SystemError("bind", path, Errno(rawValue: ENAMETOOLONG)) }
+        // Bound first under a temporary name: that one must fit sockaddr_un's 108 bytes too (with its NUL).
+        let temporary = path + ".\(getpid()).tmp"
+        guard Array(temporary.utf8).count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
+            throw SystemError("bind (a socket path is at most \(MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 13) bytes here)",
+                              path, Errno(rawValue: ENAMETOOLONG))
+        }
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         if !directory.isEmpty, access(directory, F_OK) != 0 {
             guard mkdir(directory, 0o755) == 0 || errno == EEXIST else { throw SystemError("mkdir", directory, .current) }
@@ -63,7 +67,6 @@ public final class StatusSocket: Sendable {
         guard fd >= 0 else { throw SystemError("socket", path, .current) }
         // Bound under a temporary name, given its mode and group, then renamed: never reachable with the
         // umask's permissions.
-        let temporary = path + ".\(getpid()).tmp"
         unlink(temporary)
         do throws(SystemError) {
             try StatusSocket.bind(fd, temporary)
@@ -79,17 +82,23 @@ public final class StatusSocket: Sendable {
             throw error
         }
         var info = stat()
-        _ = stat(path, &info)
-        inode = UInt64(info.st_ino)
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else {
-            let e = Errno.current
+        // The inode (so close removes the socket only while it is still ours), the wake pipe, and a
+        // non-blocking listening socket (the thread accepts until EAGAIN).
+        let flags = fcntl(fd, F_GETFL)
+        let setUp: (String, Errno)? =
+            stat(path, &info) != 0 ? ("stat", .current)
+            : pipe(&fds) != 0 ? ("pipe", .current)
+            : (fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) ? ("fcntl FD_CLOEXEC", .current)
+            : (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) ? ("fcntl O_NONBLOCK", .current)
+            : nil
+        if let (call, e) = setUp {
             unlink(path)
             Glibc.close(fd)
-            throw SystemError("pipe", path, e)
+            for p in fds where p >= 0 { Glibc.close(p) }
+            throw SystemError(call, path, e)
         }
-        for p in fds { _ = fcntl(p, F_SETFD, FD_CLOEXEC) }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        inode = UInt64(info.st_ino)
         self.fd = fd
         self.wake = (fds[0], fds[1])
         self.thread = Mutex(nil)
@@ -105,9 +114,12 @@ public final class StatusSocket: Sendable {
     /// Stops the thread, closes the socket and removes it (if it is still ours). Once.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
-        thread.withLock { $0 }?.join()
+        // One byte into an empty pipe (EINTR retried): the thread's poll returns and it ends.
+        if case .failure = FileDescriptor(rawValue: wake.write).writeAll([1]) {
+            thread.withLock { $0 }?.detach()
+        } else {
+            thread.withLock { $0 }?.join()
+        }
         var info = stat()
         if stat(path, &info) == 0, UInt64(info.st_ino) == inode { unlink(path) }
         Glibc.close(fd)
@@ -148,84 +160,131 @@ public final class StatusSocket: Sendable {
 
     // MARK: - The thread
 
+    /// Clients served at once; more wait in the kernel's backlog until one ends.
+    public static let maxClients = 16
+    /// A client has this long to send its request line (`scangate status` sends it at once).
+    public static let requestTimeoutMilliseconds = 1000.0
+
+    private struct Client {
+        let fd: Int32
+        var request: [UInt8] = []
+        var answer: [UInt8]?
+        var offset = 0
+        var deadline: MonotonicInstant
+    }
+
+    /// One thread, one poll(2) over the listening socket, the wake pipe and up to `maxClients` clients, each
+    /// with its own deadline: an idle or slow client delays neither the others nor `close`.
     static func serve(listenFD: Int32, wakeFD: Int32, provider: @Sendable () -> StatusReport, served: Counter,
                       logger: Logger, path: String) {
+        var clients: [Client] = []
+        defer { for c in clients { _ = FileDescriptor(rawValue: c.fd).close() } }
+        var buffer = [UInt8](repeating: 0, count: maxRequestBytes + 1)
         while true {
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            guard case .success = retryOnInterrupt({ poll(&fds, 2, -1) }) else { return }
-            if fds[1].revents != 0 { return }
-            guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
-            let client: Int32
-            switch retryOnInterrupt({ accept(listenFD, nil, nil) }) {
-            case .success(let fd): client = fd
+            var fds = [pollfd(fd: listenFD, events: clients.count < maxClients ? Int16(POLLIN) : 0, revents: 0),
+                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            fds += clients.map { pollfd(fd: $0.fd, events: $0.answer == nil ? Int16(POLLIN) : Int16(POLLOUT), revents: 0) }
+            let now = MonotonicInstant.now()
+            let timeout: Int32 = clients.map { max(0, $0.deadline.milliseconds(since: now)) }.min().map { Int32($0.rounded(.up)) } ?? -1
+            let count = nfds_t(fds.count)
+            switch retryOnInterrupt({ poll(&fds, count, timeout) }) {
+            case .success: break
             case .failure(let e):
-                if e.rawValue != EAGAIN && e.rawValue != ECONNABORTED {
-                    logger.warning("status socket \(path): accept: \(e)", rateLimitKey: "status-accept")
+                logger.error("status socket \(path): poll: \(e); scangate status no longer answered")
+                return
+            }
+            if fds[1].revents != 0 { return }
+
+            // Clients, from the last so that removing one keeps the others' indices.
+            for i in clients.indices.reversed() {
+                let revents = fds[i + 2].revents
+                var done = false
+                if clients[i].answer == nil, revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                    done = !readRequest(&clients[i], buffer: &buffer, provider: provider)
+                } else if clients[i].answer != nil, revents & Int16(POLLOUT | POLLHUP | POLLERR) != 0 {
+                    switch writeAnswer(&clients[i]) {
+                    case .some(true): done = true; served.value.add(1, ordering: .relaxed)
+                    case .some(false): done = true
+                    case .none: break
+                    }
                 }
-                continue
+                if !done && MonotonicInstant.now() >= clients[i].deadline {
+                    if clients[i].answer != nil {
+                        logger.warning("status socket \(path): a client did not read its answer in time", rateLimitKey: "status-slow")
+                    }
+                    done = true
+                }
+                if done {
+                    _ = FileDescriptor(rawValue: clients[i].fd).close()
+                    clients.remove(at: i)
+                }
             }
-            // Close-on-exec and non-blocking (the daemon never forks; a blocking read would hang this thread).
-            let flags = fcntl(client, F_GETFL)
-            guard fcntl(client, F_SETFD, FD_CLOEXEC) == 0, flags >= 0, fcntl(client, F_SETFL, flags | O_NONBLOCK) == 0 else {
-                logger.warning("status socket \(path): fcntl on a client: \(Errno.current)", rateLimitKey: "status-accept")
-                _ = FileDescriptor(rawValue: client).close()
-                continue
+
+            // New clients, while there is room.
+            guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
+            while clients.count < maxClients {
+                let accepted = retryOnInterrupt { accept(listenFD, nil, nil) }
+                guard case .success(let client) = accepted else {
+                    if case .failure(let e) = accepted, e.rawValue != EAGAIN && e.rawValue != ECONNABORTED {
+                        logger.warning("status socket \(path): accept: \(e)", rateLimitKey: "status-accept")
+                    }
+                    break
+                }
+                // Close-on-exec and non-blocking (the daemon never forks; a blocking read would hang this thread).
+                let flags = fcntl(client, F_GETFL)
+                guard fcntl(client, F_SETFD, FD_CLOEXEC) == 0, flags >= 0, fcntl(client, F_SETFL, flags | O_NONBLOCK) == 0 else {
+                    logger.warning("status socket \(path): fcntl on a client: \(Errno.current)", rateLimitKey: "status-accept")
+                    _ = FileDescriptor(rawValue: client).close()
+                    continue
+                }
+                clients.append(Client(fd: client, deadline: MonotonicInstant.now().adding(milliseconds: requestTimeoutMilliseconds)))
             }
-            answer(client, provider: provider, logger: logger, path: path)
-            _ = FileDescriptor(rawValue: client).close()
-            served.value.add(1, ordering: .relaxed)
         }
     }
 
-    /// Reads one request line (bounded in size and time) and writes the answer (bounded in time).
-    static func answer(_ client: Int32, provider: () -> StatusReport, logger: Logger, path: String) {
-        let deadline = MonotonicInstant.now().adding(milliseconds: Double(timeoutMilliseconds))
-        var request: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: maxRequestBytes + 1)
-        reading: while request.count <= maxRequestBytes {
-            let left = Int32(max(0, deadline.milliseconds(since: .now())))
-            guard left > 0, case .success(let events) = FileDescriptor(rawValue: client).poll(Int16(POLLIN), timeoutMilliseconds: left),
-                  events != 0 else {
-                return
-            }
-            let n: Int
-            switch buffer.withUnsafeMutableBytes({ FileDescriptor(rawValue: client).read(into: $0) }) {
-            case .success(let count): n = count
-            case .failure(let e) where e.rawValue == EAGAIN: continue
-            case .failure: return
-            }
-            if n == 0 { break }
-            for b in buffer[0..<n] {
-                if b == 0x0A { break reading }
-                request.append(b)
-            }
+    /// Reads what the client sent; once the line (or end of file) is in, prepares the answer. False: drop it.
+    private static func readRequest(_ c: inout Client, buffer: inout [UInt8], provider: () -> StatusReport) -> Bool {
+        let room = maxRequestBytes + 1 - c.request.count
+        let n: Int
+        switch buffer.withUnsafeMutableBytes({ FileDescriptor(rawValue: c.fd).read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<room])) }) {
+        case .success(let count): n = count
+        case .failure(let e) where e.rawValue == EAGAIN: return true
+        case .failure: return false
         }
+        var complete = n == 0
+        for b in buffer[0..<n] {
+            if b == 0x0A { complete = true; break }
+            c.request.append(b)
+        }
+        if c.request.count > maxRequestBytes { complete = true }
+        guard complete else { return true }
         let body: String
-        if request.count > maxRequestBytes {
+        if c.request.count > maxRequestBytes {
             body = JSONText.object([("error", JSONText.string("a request is at most \(maxRequestBytes) bytes"))])
         } else {
-            let text = String(decoding: request, as: UTF8.self).trimmingSpaces
+            let text = String(decoding: c.request, as: UTF8.self).trimmingSpaces
             body = text == "status" ? provider().json
                 : JSONText.object([("error", JSONText.string("unknown request \(JSONText.string(text)); send 'status'"))])
         }
-        let bytes = Array((body + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let left = Int32(max(0, deadline.milliseconds(since: .now()) + Double(timeoutMilliseconds)))
-            guard left > 0, case .success(let events) = FileDescriptor(rawValue: client).poll(Int16(POLLOUT), timeoutMilliseconds: left),
-                  events & Int16(POLLOUT) != 0 else {
-                logger.warning("status socket \(path): a client did not read its answer in time", rateLimitKey: "status-slow")
-                return
-            }
-            // send with MSG_NOSIGNAL: a client gone mid-answer is EPIPE here, never SIGPIPE for the daemon.
-            let sent = bytes.withUnsafeBytes { raw in
-                retryOnInterrupt { send(client, raw.baseAddress.map { $0 + offset }, raw.count - offset, Int32(MSG_NOSIGNAL)) }
-            }
-            switch sent {
-            case .success(let n): offset += n
-            case .failure(let e) where e.rawValue == EAGAIN: continue
-            case .failure: return
-            }
+        c.answer = Array((body + "\n").utf8)
+        c.deadline = MonotonicInstant.now().adding(milliseconds: Double(timeoutMilliseconds))
+        return true
+    }
+
+    /// Sends what it can of the answer: true when all of it is out, false when the client is gone, nil for more.
+    private static func writeAnswer(_ c: inout Client) -> Bool? {
+        guard let answer = c.answer else { return false }
+        // send with MSG_NOSIGNAL: a client gone mid-answer is EPIPE here, never SIGPIPE for the daemon.
+        let offset = c.offset
+        let sent = answer.withUnsafeBytes { raw in
+            retryOnInterrupt { send(c.fd, raw.baseAddress.map { $0 + offset }, raw.count - offset, Int32(MSG_NOSIGNAL)) }
+        }
+        switch sent {
+        case .success(let n):
+            c.offset += n
+            return c.offset >= answer.count ? true : nil
+        case .failure(let e) where e.rawValue == EAGAIN: return nil
+        case .failure: return false
         }
     }
 }

@@ -183,6 +183,40 @@ final class FleetDaemonTests: XCTestCase {
         sub.stop()
     }
 
+    /// `reload` over MQTT says whether the file loads: a broken one is refused with the reason and the
+    /// daemon keeps running on the old settings; a good one is reloaded.
+    func testAReloadCommandSaysWhetherTheConfigurationLoads() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let sub = try MQTTTestSubscriber(port: broker.port, topics: ["scangate/kiosk-t/#"])
+        sub.waitSubscribed(port: broker.port)
+        let conf = dir + "/scangate.conf"
+        try TestFiles.write("[debounce]\nhold-off-ms = 200\n", to: conf)
+        let d = try daemon(dir, broker: broker, scenario: try codes(dir, count: 4), extra: ["--config", conf, "--mqtt-commands"])
+        defer { d.stop() }
+        XCTAssertTrue(sub.wait(timeout: 30) { m in m.contains { $0.topic == "scangate/kiosk-t/status" && $0.text == "online" } })
+        let expires = Int(Date().timeIntervalSince1970) + 300
+        func result(_ id: String) -> [String: Any]? {
+            sub.messages(on: "scangate/kiosk-t/cmd/reload/result").compactMap(\.json).last { ($0["id"] as? String) == id }
+        }
+        try TestFiles.write("[debounce]\nhold-off-ms = banana\n", to: conf)
+        mosquittoPub(port: broker.port, topic: "scangate/kiosk-t/cmd/reload", message: #"{"id":"bad","expires":\#(expires)}"#)
+        XCTAssertTrue(sub.wait(timeout: 15) { _ in result("bad") != nil })
+        XCTAssertEqual(result("bad")?["result"] as? String, "failed")
+        XCTAssertTrue((result("bad")?["detail"] as? String ?? "").contains("hold-off-ms"), "\(String(describing: result("bad")))")
+        XCTAssertFalse(d.stderr.contains { $0.contains("MQTT command reload: reloading") }, "no reload was started")
+
+        try TestFiles.write("[debounce]\nhold-off-ms = 300\n", to: conf)
+        mosquittoPub(port: broker.port, topic: "scangate/kiosk-t/cmd/reload", message: #"{"id":"good","expires":\#(expires)}"#)
+        XCTAssertTrue(sub.wait(timeout: 15) { _ in result("good") != nil })
+        XCTAssertEqual(result("good")?["result"] as? String, "ok")
+        XCTAssertTrue(waitUntil(15) { d.stderr.contains { $0.contains("camera settings unchanged: the stream stays open") } },
+                      "\(d.stderr.suffix(5))")
+        XCTAssertEqual(d.stop(), 0)
+        sub.stop()
+    }
+
     private func refusals(_ sub: MQTTTestSubscriber) -> Int {
         sub.messages(on: "scangate/kiosk-t/cmd/pause/result").compactMap(\.json).filter { ($0["result"] as? String) == "refused" }.count
     }

@@ -23,9 +23,13 @@ final class ServiceStatusSocketTests: XCTestCase {
     func socketPath() throws -> String { try TestFiles.temporaryDirectory() + "/run/" + StatusSocket.fileName }
 
     /// Connects, sends `request`, reads to EOF.
-    func ask(_ path: String, _ request: String = "status\n") throws -> String {
+    func ask(_ path: String, _ request: String = "status\n", timeoutSeconds: Int = 0) throws -> String {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
+        if timeoutSeconds > 0 {   // as `scangate status` gives up
+            var tv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+            XCTAssertEqual(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size)), 0)
+        }
         let rc = StatusSocketAddress.with(path) { connect(fd, $0, $1) }
         guard rc == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         _ = request.withCString { send(fd, $0, strlen($0), 0) }
@@ -98,6 +102,42 @@ final class ServiceStatusSocketTests: XCTestCase {
         close(silent)
     }
 
+    /// Twenty clients that connect and say nothing tie up nothing: a real request is answered meanwhile,
+    /// and `close` returns with them still connected (they are closed, not waited for).
+    func testIdleClientsDelayNeitherOthersNorClose() throws {
+        let path = try socketPath()
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        for _ in 0..<20 {
+            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            XCTAssertEqual(StatusSocketAddress.with(path) { connect(fd, $0, $1) }, 0)
+            idle.append(fd)
+        }
+        // More than maxClients are connected: the answer comes once an idle one times out, well inside the
+        // 5 s `scangate status` waits (served one at a time, twenty idle clients took 40 s).
+        XCTAssertTrue(try ask(path, timeoutSeconds: 5).contains("\"status\":\"scanning\""))
+        for _ in 0..<4 {
+            let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            XCTAssertEqual(StatusSocketAddress.with(path) { connect(fd, $0, $1) }, 0)
+            idle.append(fd)
+        }
+        let closed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { socket.close(); closed.signal() }
+        XCTAssertEqual(closed.wait(timeout: .now() + 10), .success, "close returned with idle clients connected")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "and removed the socket")
+    }
+
+    /// The temporary name the socket is bound under must fit sockaddr_un too: refused with the limit.
+    func testAPathTooLongForTheTemporaryNameIsRefused() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let path = dir + "/" + String(repeating: "s", count: max(1, 100 - dir.utf8.count)) + ".sock"
+        XCTAssertThrowsError(try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)) {
+            XCTAssertTrue("\($0)".contains("a socket path is at most"), "\($0)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "nothing left behind")
+    }
+
     func testAStaleSocketIsReplacedALiveOneIsAnErrorAndCloseRemovesIt() throws {
         let path = try socketPath()
         let first = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
@@ -144,6 +184,20 @@ final class ServiceStatusSocketTests: XCTestCase {
         let json = try ScangateProcess.run(["status", "--json", "--socket", path])
         XCTAssertEqual(json.status, 0, json.stderr)
         XCTAssertEqual(try StatusReport(json: json.stdout), Self.report())
+    }
+
+    /// Whatever answers on the socket is untrusted by `scangate status`: an uptime of 1e300 is shown as
+    /// unknown, not a crash.
+    func testScangateStatusSurvivesAnAbsurdUptime() throws {
+        let path = try socketPath()
+        var absurd = Self.report()
+        absurd.uptimeSeconds = 1e300
+        let report = absurd
+        let socket = try StatusSocket(path: path, group: nil, provider: { report }, logger: RecordingLog().logger)
+        defer { socket.close() }
+        let summary = try ScangateProcess.run(["status", "--socket", path])
+        XCTAssertEqual(summary.status, 0, summary.stderr)
+        XCTAssertEqual(summary.stdoutLines.first, "scangate 0.1.0, pid 4242: scanning, up ? s")
     }
 
     func testScangateStatusWithoutADaemonSaysSoAndExits1() throws {

@@ -12,7 +12,9 @@ final class ShutdownDeadlineTests: XCTestCase {
     func testSIGTERMEndsTheProcessWhenADecodeNeverReturns() throws {
         var environment = ProcessInfo.processInfo.environment
         environment["SCANGATE_FAULT"] = "hang-decode"
-        let daemon = try DaemonUnderTest(["run", "--camera", "sim:STUCK", "--stop-timeout-ms", "500"],
+        let prom = try TestFiles.temporaryDirectory() + "/scangate.prom"
+        let daemon = try DaemonUnderTest(["run", "--camera", "sim:STUCK", "--stop-timeout-ms", "500", "--status-socket", "off",
+                                          "--metrics-textfile", prom, "--metrics-interval-s", "1"],
                                          environment: environment)
         defer { daemon.stop() }
         XCTAssertTrue(waitUntil { daemon.stdout.contains { $0.contains("\"data\":\"STUCK\"") } }, "\(daemon.stderr)")
@@ -21,6 +23,9 @@ final class ShutdownDeadlineTests: XCTestCase {
         XCTAssertEqual(status, 0, "exit 0: a stop that was asked for; \(daemon.stderr)")
         XCTAssertTrue(daemon.stderr.contains { $0.hasPrefix("<3>shutdown did not finish within 500 ms (stop-timeout-ms)") },
                       "\(daemon.stderr)")
+        // The metrics file does not go on saying the daemon is up.
+        let metrics = try String(contentsOfFile: prom, encoding: .utf8)
+        XCTAssertTrue(metrics.contains("\nscangate_up 0\n"), metrics)
     }
 
     /// Without a stuck thread the deadline never fires: the normal path closes everything in time.
