@@ -77,7 +77,7 @@ enum MakeCodeCommand {
         switch (o.text, o.dataFile) {
         case (nil, nil): throw UsageError("make-code needs a TEXT or --data-file FILE (see scangate make-code --help)")
         case (.some, .some): throw UsageError("make-code takes a TEXT or --data-file FILE, not both")
-        case (nil, .some(let file)): payload = try FileBytes.read(path: file)
+        case (nil, .some(let file)): payload = try FileBytes.read(path: file, limit: .payload)
         case (.some(let text), nil):
             if o.escapes {
                 do { payload = try PayloadEscapes.decode(text) } catch { throw UsageError("TEXT: \(error.description)") }

@@ -52,7 +52,9 @@ public enum ScanGateCommand {
             "Commands:",
         ]
         for c in commands { lines.append("  " + c.name.padding(16) + c.summary) }
-        lines += ["", "Exit codes: 0 ok, 1 nothing found / camera failed (doctor), 2 bad flag, value, file or config, 3 the daemon could not run, 4 doctor: a device other than the camera failed."]
+        lines += ["", "Exit codes: 0 ok; 1 the answer is no (decode-image found nothing, doctor's camera failed, status found",
+                  "no daemon, credential verify refused the pass, bench/soak missed a target); 2 bad flag, value, file or",
+                  "config; 3 the daemon could not run; 4 doctor: a device other than the camera failed."]
         return lines.joined(separator: "\n")
     }
 }

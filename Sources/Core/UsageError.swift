@@ -8,7 +8,8 @@ public struct UsageError: Error, CustomStringConvertible, Sendable {
 /// Exit codes used by every command.
 public enum ExitCode: Int32, Sendable {
     case success = 0
-    /// decode-image found nothing; doctor: the camera failed.
+    /// The command ran and the answer is no: decode-image found nothing, doctor's camera failed, status
+    /// found no daemon, credential verify refused the pass, bench or soak missed a target.
     case nothingFound = 1
     /// Bad flag, value, file or config.
     case usage = 2

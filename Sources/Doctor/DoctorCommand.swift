@@ -56,7 +56,8 @@ public enum DoctorCommand {
         Device logs go to stderr only with --log-level debug; the table goes to stdout.
 
         Exit codes: 0 every check passed; 1 the camera failed; 2 a bad option or config (as run would
-        refuse it); 4 another device (GPIO, sound, serial, Wiegand, OSDP, MQTT) failed while the camera passed.
+        refuse it); 4 another check (GPIO, sound, serial, Wiegand, OSDP, MQTT, door relay, signed passes)
+        failed while the camera passed.
         """
     }
 

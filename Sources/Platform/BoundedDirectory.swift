@@ -19,8 +19,6 @@ public struct DirectoryLimit: Sendable, Equatable {
     public static let replay = DirectoryLimit(entries: 100_000, kind: "replay folders")
     /// `decode-image --corpus DIR`: the sample folders and each folder's files.
     public static let corpus = DirectoryLimit(entries: 100_000, kind: "corpus folders")
-    /// A spool kept as one file per record.
-    public static let spool = DirectoryLimit(entries: 100_000, kind: "spool folders")
 }
 
 /// A folder opened for listing, within an entry limit. One owner of its `DIR` stream (closed by `close()`

@@ -62,14 +62,6 @@ public struct FileSizeLimit: Sendable, Equatable {
     public static let corpusAnswer = FileSizeLimit(bytes: 64 << 10, kind: "corpus answer files")
     /// Any other small data file read whole.
     public static let dataFile = FileSizeLimit(bytes: 1 << 20, kind: "data files")
-    /// A PEM/DER key or a raw key file (an RSA-4096 private key in PEM is ~3.3 KB).
-    public static let keyFile = FileSizeLimit(bytes: 64 << 10, kind: "key files")
-    /// A JWKS document (a few keys of ~1.5 KB each).
-    public static let jwks = FileSizeLimit(bytes: 256 << 10, kind: "JWKS files")
-    /// One record of a spool (a read waiting for a link that is down).
-    public static let spoolRecord = FileSizeLimit(bytes: 64 << 10, kind: "spool records")
-    /// A whole spool or replay-protection store kept in one file.
-    public static let store = FileSizeLimit(bytes: 16 << 20, kind: "store files")
 }
 
 /// A file that could not be read within its bounds. `description` is one line naming the file:

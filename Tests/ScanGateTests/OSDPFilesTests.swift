@@ -107,6 +107,23 @@ final class OSDPFilesTests: XCTestCase {
         XCTAssertTrue(error { try OSDPPersistedState.load(path) }.contains("unknown key 'colour'"))
     }
 
+    /// A FIFO (no writer) or a device in the key's or the state file's place is refused at once, never
+    /// waited on; an oversize state file is refused with the limit.
+    func testAFIFOOrADeviceOrAHugeFileIsRefusedWithoutBlocking() throws {
+        let fifo = dir + "/scbk-fifo"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertTrue(error { try OSDPFiles.loadKey(fifo) }.contains("not a regular file"), error { try OSDPFiles.loadKey(fifo) })
+        let stateFifo = dir + "/state-fifo"
+        XCTAssertEqual(mkfifo(stateFifo, 0o600), 0)
+        XCTAssertTrue(error { try OSDPPersistedState.load(stateFifo) }.contains("not a regular file"),
+                      error { try OSDPPersistedState.load(stateFifo) })
+        XCTAssertTrue(error { try OSDPPersistedState.load("/dev/zero") }.contains("not a regular file"))
+        let big = dir + "/state-big"
+        try TestFiles.write(String(repeating: "#\n", count: 4000), to: big)
+        XCTAssertTrue(error { try OSDPPersistedState.load(big) }.contains("OSDP state files are limited to 4 KB"),
+                      error { try OSDPPersistedState.load(big) })
+    }
+
     // MARK: - Start-up
 
     func settings() -> OSDPSettings {

@@ -9,12 +9,13 @@ import Platform
 /// one, never half of either.
 public enum OSDPFiles {
     /// Reads a small regular file (at most `limit` bytes) as text.
-    static func readSmallFile(_ path: String, limit: Int) throws(SystemError) -> String {
-        let fd = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY).get("open", path)
-        defer { _ = fd.close() }
-        return try readAll(fd, path: path, limit: limit)
+    /// A small text file through Platform's BoundedFile: a regular file (or a link to one) of at most
+    /// `limit` bytes, opened without blocking (a FIFO or a device put there is refused, never waited on).
+    static func readSmallFile(_ path: String, limit: Int, kind: String) throws(BoundedFileError) -> String {
+        String(decoding: try BoundedFile.readAll(path: path, limit: FileSizeLimit(bytes: limit, kind: kind)), as: UTF8.self)
     }
 
+    /// At most `limit` bytes from an opened regular file; more is an error.
     private static func readAll(_ fd: FileDescriptor, path: String, limit: Int) throws(SystemError) -> String {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 512)
@@ -32,7 +33,8 @@ public enum OSDPFiles {
     /// (0600 or 0400), and hold 32 hex digits (surrounding whitespace allowed). Errors name the file and
     /// what to do.
     public static func loadKey(_ path: String) throws(UsageError) -> OSDPKey? {
-        let opened = FileDescriptor.open(path, O_RDONLY | O_NOCTTY | O_NOFOLLOW)
+        // O_NONBLOCK: a FIFO put in the key's place is refused below, not waited on (no effect on a file).
+        let opened = FileDescriptor.open(path, O_RDONLY | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK)
         let fd: FileDescriptor
         switch opened {
         case .success(let value): fd = value
@@ -149,11 +151,11 @@ public struct OSDPPersistedState: Equatable, Sendable {
     /// Parses the state file; nil when it does not exist. Errors name the file and the line.
     public static func load(_ path: String) throws(UsageError) -> OSDPPersistedState? {
         let text: String
-        do throws(SystemError) {
-            text = try OSDPFiles.readSmallFile(path, limit: 4096)
+        do throws(BoundedFileError) {
+            text = try OSDPFiles.readSmallFile(path, limit: 4096, kind: "OSDP state files")
         } catch {
             if error.errno == .noSuchFile { return nil }
-            throw UsageError("osdp-state-file \(path): \(error.operation) failed (\(error.errno))")
+            throw UsageError("osdp-state-file \(path): \(error.reasonText) (delete it to start from the configuration)")
         }
         var state = OSDPPersistedState()
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

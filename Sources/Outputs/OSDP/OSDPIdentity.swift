@@ -42,10 +42,10 @@ public struct OSDPIdentity: Equatable, Sendable {
     /// machine-id(5) asks applications to hash it, as it is meant to stay confidential).
     public static func serial(fromMachineID path: String = "/etc/machine-id") throws(UsageError) -> UInt32 {
         let text: String
-        do throws(SystemError) {
-            text = try OSDPFiles.readSmallFile(path, limit: 256)
+        do throws(BoundedFileError) {
+            text = try OSDPFiles.readSmallFile(path, limit: 256, kind: "machine-id files")
         } catch {
-            throw UsageError("osdp-serial: cannot derive the serial number from \(path) (\(error.errno)); set osdp-serial to a number from 0 to 4294967295")
+            throw UsageError("osdp-serial: cannot derive the serial number from \(path) (\(error.reasonText)); set osdp-serial to a number from 0 to 4294967295")
         }
         let id = text.trimmingWhitespace()
         guard id.utf8.count == 32, Hex.decode(id) != nil else {
