@@ -15,6 +15,19 @@ public enum OSDPFiles {
         String(decoding: try BoundedFile.readAll(path: path, limit: FileSizeLimit(bytes: limit, kind: kind)), as: UTF8.self)
     }
 
+    enum StateText { case text(String), missing, unreadable(String) }
+
+    /// The state file's text. (Missing is asked first: swiftc 6.3.1 -O crashed in CopyPropagation, "found
+    /// outside of lifetime use", on a catch of BoundedFileError that read both `errno` and `reasonText`.)
+    static func readStateText(_ path: String) -> StateText {
+        if case .failure(let e) = BoundedFile.kind(of: path), e == .noSuchFile { return .missing }
+        do {
+            return .text(try readSmallFile(path, limit: 4096, kind: "OSDP state files"))
+        } catch {
+            return .unreadable(error.reasonText)
+        }
+    }
+
     /// At most `limit` bytes from an opened regular file; more is an error.
     private static func readAll(_ fd: FileDescriptor, path: String, limit: Int) throws(SystemError) -> String {
         var bytes: [UInt8] = []
@@ -151,11 +164,10 @@ public struct OSDPPersistedState: Equatable, Sendable {
     /// Parses the state file; nil when it does not exist. Errors name the file and the line.
     public static func load(_ path: String) throws(UsageError) -> OSDPPersistedState? {
         let text: String
-        do throws(BoundedFileError) {
-            text = try OSDPFiles.readSmallFile(path, limit: 4096, kind: "OSDP state files")
-        } catch {
-            if error.errno == .noSuchFile { return nil }
-            throw UsageError("osdp-state-file \(path): \(error.reasonText) (delete it to start from the configuration)")
+        switch OSDPFiles.readStateText(path) {
+        case .text(let t): text = t
+        case .missing: return nil
+        case .unreadable(let why): throw UsageError("osdp-state-file \(path): \(why) (delete it to start from the configuration)")
         }
         var state = OSDPPersistedState()
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
