@@ -371,13 +371,12 @@ enum FleetTestEvents {
     static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: RecordingLog,
                        commands: MQTTCommandHandler? = nil, feedback: FeedbackSink? = nil,
                        state: @escaping @Sendable () -> FleetState = { FleetTestEvents.state() },
-                       link: ControllerLinkObserver? = nil,
-                       onAcknowledged: (@Sendable (Int) -> Void)? = nil) throws -> MQTTOutput {
+                       onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system()) throws -> MQTTOutput {
         let configuration = try settings.resolve(hostName: "testhost")
         return try MQTTOutput(configuration: configuration,
                               dependencies: MQTTOutputDependencies(library: library, eventLine: EventLine.json, state: state,
-                                                                   commands: commands, feedback: feedback, link: link, logger: log.logger,
-                                                                   onAcknowledged: onAcknowledged))
+                                                                   commands: commands, feedback: feedback, logger: log.logger,
+                                                                   onAcknowledged: onAcknowledged, clock: clock))
     }
 }
 
