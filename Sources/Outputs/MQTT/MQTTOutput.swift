@@ -488,6 +488,8 @@ struct SpoolWriter {
                 context.state.withLock { $0.spoolFailure = nil }
                 if said { context.logger.notice("mqtt spool \(spool.directory): open now; \(context.queuedCount) queued events go in") }
                 context.wake.signal()
+                // The waits above took the queue's wake-ups: write what is queued at once.
+                context.spoolSignal.signal()
                 return spool
             case .failure(let e):
                 error = e
