@@ -7,6 +7,7 @@ import Core
 import Foundation
 import Settings
 import XCTest
+import Platform
 
 /// Doctor's rows for signed passes: the keys with their kids, the clock by the rule `run` applies, and
 /// the replay store's directory as the service user sees it, without creating anything.

@@ -2,6 +2,7 @@ import Core
 @testable import Credentials
 import Foundation
 import XCTest
+import Platform
 
 /// Passes from issuers that are not ours - PyJWT with cryptography, and the `cwt` package - judged by
 /// the policy and by `scangate credential verify`; and our passes verified by PyJWT and cwt.

@@ -5,6 +5,7 @@ import Synchronization
 import XCTest
 import Settings
 import Service
+import Platform
 
 /// CredentialPolicy as the decode queue uses it: verdicts and reasons on a ReadEvent, what door outputs
 /// get, one-time use, the clock check (injected), reloads, logs, the JSON member.

@@ -84,7 +84,7 @@ final class FleetACLTests: XCTestCase {
                        "kiosk-b reads nothing of kiosk-a's")
 
         // A kiosk pointed at another kiosk's prefix: the broker refuses its events (MQTT v5 reason
-        // "not authorised"), and they stay in its spool instead of being lost.
+        // "not authorised"); each stays in its spool and is tried again, up to three times.
         let c = try FleetTestEvents.output(try settings("kiosk-c", kioskC, prefix: "scangate/kiosk-a"), library: library, log: log)
         defer { c.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         c.report(FleetTestEvents.event(seq: 1, text: "c-1"))
@@ -92,6 +92,13 @@ final class FleetACLTests: XCTestCase {
                       log.all.joined(separator: "\n"))
         XCTAssertEqual(c.link.spool.records, 1, "kept in the spool")
         XCTAssertEqual(c.link.acknowledged, 0)
+        // Sent again after the backoff; refused for the third time, it is dropped and counted, so a refused
+        // event cannot block the spool behind it for ever.
+        XCTAssertTrue(waitUntil(timeout: 30) { c.link.spool.droppedRefused == 1 }, "\(c.link.spool)\n" + log.all.joined(separator: "\n"))
+        XCTAssertEqual(c.link.spool.records, 0)
+        XCTAssertEqual(c.link.acknowledged, 0, "refused is not delivered")
+        XCTAssertTrue(log.contains("refused an event on scangate/kiosk-a/event (record 1) 3 times: Not authorized"),
+                      log.all.joined(separator: "\n"))
         XCTAssertFalse(backend.messages.contains { $0.json?["data"] as? String == "c-1" })
     }
 }

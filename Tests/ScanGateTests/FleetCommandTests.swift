@@ -78,15 +78,33 @@ final class FleetCommandTests: XCTestCase {
 
     func testReplayGuardActsOncePerIdIsBoundedAndForgetsExpiredIds() {
         var guardian = CommandReplayGuard(capacity: 3, slackSeconds: 0)
-        let t0 = MonotonicInstant(nanoseconds: 1_000_000_000_000)
-        XCTAssertEqual(guardian.admit("a", expires: now + 10, now: now, monotonic: t0), .new)
-        XCTAssertEqual(guardian.admit("a", expires: now + 10, now: now, monotonic: t0.adding(milliseconds: 9000)), .repeated)
-        XCTAssertEqual(guardian.admit("b", expires: now + 100, now: now, monotonic: t0), .new)
-        XCTAssertEqual(guardian.admit("c", expires: now + 100, now: now, monotonic: t0), .new)
-        XCTAssertEqual(guardian.admit("d", expires: now + 100, now: now, monotonic: t0), .full, "refused, never forgotten early")
-        // a's lifetime is over: its slot is free again (a command with a's id would now be refused as expired).
-        XCTAssertEqual(guardian.admit("d", expires: now + 100, now: now, monotonic: t0.adding(milliseconds: 11_000)), .new)
+        let boot = TestClock.newBootID()
+        let t0: UInt64 = 1_000_000_000_000
+        XCTAssertEqual(guardian.admit("a", expires: now + 10, now: now, boot: t0, bootID: boot), .new)
+        XCTAssertEqual(guardian.admit("a", expires: now + 10, now: now + 9, boot: t0 + 9_000_000_000, bootID: boot), .repeated)
+        XCTAssertEqual(guardian.admit("b", expires: now + 100, now: now, boot: t0, bootID: boot), .new)
+        XCTAssertEqual(guardian.admit("c", expires: now + 100, now: now, boot: t0, bootID: boot), .new)
+        XCTAssertEqual(guardian.admit("d", expires: now + 100, now: now, boot: t0, bootID: boot), .full, "refused, never forgotten early")
+        // a's lifetime is over by both clocks: its slot is free again (a command with a's id would now be refused as expired).
+        XCTAssertEqual(guardian.admit("d", expires: now + 100, now: now + 11, boot: t0 + 11_000_000_000, bootID: boot), .new)
         XCTAssertEqual(guardian.count, 3)
+    }
+
+    /// A backward wall-clock step does not let an id in again while its wall-clock expiry is still ahead,
+    /// even once the boot-clock deadline has passed; a forward step does not either, while the boot-clock
+    /// deadline is ahead. An id is forgotten only when both have passed.
+    func testReplayGuardKeepsAnIdUntilBothClocksSayItExpired() {
+        var guardian = CommandReplayGuard(capacity: 10, slackSeconds: 60)
+        let boot = TestClock.newBootID()
+        let t0: UInt64 = 1_000_000_000_000
+        XCTAssertEqual(guardian.admit("x", expires: now + 30, now: now, boot: t0, bootID: boot), .new)
+        // The wall clock stepped back an hour, 200 s later: the boot deadline (90 s) is past, the wall expiry is not.
+        XCTAssertEqual(guardian.admit("x", expires: now + 30, now: now - 3600 + 200, boot: t0 + 200_000_000_000, bootID: boot), .repeated)
+        // Stepped forward a day, 10 s later: the wall expiry is past, the boot deadline is not.
+        XCTAssertEqual(guardian.admit("x", expires: now + 30, now: now + 86_400, boot: t0 + 10_000_000_000, bootID: boot), .repeated)
+        // Another boot: only the wall clock counts.
+        XCTAssertEqual(guardian.admit("x", expires: now + 30, now: now + 10, boot: 1, bootID: TestClock.newBootID()), .repeated)
+        XCTAssertEqual(guardian.admit("x", expires: now + 300, now: now + 91, boot: 1, bootID: TestClock.newBootID()), .new)
     }
 
     func testResultJSON() throws {

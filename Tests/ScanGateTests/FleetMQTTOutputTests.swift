@@ -5,6 +5,8 @@ import Core
 import Platform
 import Synchronization
 import XCTest
+import Settings
+import Components
 
 /// The MQTT output against Debian's mosquitto broker, with mosquitto_sub as the consumer.
 final class FleetMQTTOutputTests: XCTestCase {
@@ -129,9 +131,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/event"], clientID: "consumer", persistent: true)
         sub.waitSubscribed(port: broker.port)
         let log = RecordingLog()
-        let link = RecordingLinkObserver()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log,
-                                                link: link)
+        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 15) { self.uniqueEvents($0).count == 20 })
@@ -150,11 +150,32 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertEqual(uniqueEvents(sub.messages).map { $0["seq"] as? Int }, Array(1...240), "in order, none missing")
         XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 0 }, "\(output.link.spool)")
         XCTAssertEqual(output.link.dropped, 0)
-        XCTAssertEqual(link.seen.map(\.online), [true, false, true], "the link observer hears each change once")
-        XCTAssertEqual(Set(link.seen.map(\.output)), ["mqtt"])
+        XCTAssertTrue(output.link.connected)
+        XCTAssertNil(output.link.retryInSeconds, "no next attempt while connected")
         XCTAssertTrue(log.contains("cannot connect to broker 127.0.0.1:\(broker.port)") || log.contains("lost the connection"),
                       log.all.joined(separator: "\n"))
         XCTAssertTrue(log.contains("sending 200 spooled events") || log.contains("spooled events"), log.all.joined(separator: "\n"))
+    }
+
+    /// The broker is not the door controller: its link is the output's own (`link`, health), never told to
+    /// the daemon's controller link (the status LED, STATUS=), through the catalog's factory as the daemon
+    /// builds it.
+    func testTheBrokerLinkIsNotReportedAsTheControllerLink() throws {
+        let broker = try MQTTTestBroker()
+        try broker.start()
+        let links = RecordingLinkObserver()
+        let log = RecordingLog()
+        guard case .output(let factory) = MQTTOutput.component().role else { return XCTFail("the mqtt component is an output") }
+        var run = RunSettings()
+        run.mqtt = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        let made = try factory.make(run, OutputContext(logger: log.logger, feedback: RecordingFeedbackSink(), links: links))
+        let output = try XCTUnwrap(made as? MQTTOutput)
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        XCTAssertTrue(waitUntil(timeout: 10) { output.link.connected }, "\(output.link)")
+        broker.stop()
+        XCTAssertTrue(waitUntil(timeout: 10) { !output.link.connected && output.link.retryInSeconds != nil }, "\(output.link)")
+        XCTAssertEqual(output.health.state, .degraded, "the output's own health says it")
+        XCTAssertEqual(links.seen.count, 0, "no controller link from MQTT: \(links.seen)")
     }
 
     /// The session is killed with events in the spool (the broker was down); a new output on the same

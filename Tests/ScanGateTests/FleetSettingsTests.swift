@@ -115,6 +115,7 @@ final class FleetSettingsTests: XCTestCase {
     func testTLSKeyMustBePrivate() throws {
         let dir = try TestFiles.temporaryDirectory()
         for name in ["ca.crt", "k.crt", "k.key"] { try TestFiles.write("x", to: dir + "/" + name) }
+        chmod(dir + "/ca.crt", 0o644)
         chmod(dir + "/k.key", 0o640)
         var s = MQTTSettings()
         s.host = "127.0.0.1"
@@ -128,6 +129,78 @@ final class FleetSettingsTests: XCTestCase {
         XCTAssertNoThrow(try s.resolve(hostName: "h"))
         s.tlsCA = dir + "/nope.crt"
         XCTAssertThrowsError(try s.resolve(hostName: "h")) { XCTAssertTrue("\($0)".hasPrefix("mqtt-tls-ca \(dir)/nope.crt: "), "\($0)") }
+    }
+
+    /// The password file is opened without following a link and the opened file is what is checked: a
+    /// symbolic link, a FIFO, a file of another owner or with group/other bits is refused, each said so.
+    func testThePasswordFileIsCheckedAsOpened() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let real = dir + "/real.pass"
+        try TestFiles.write("pw\n", to: real)
+        chmod(real, 0o600)
+        var s = MQTTSettings()
+        s.host = "127.0.0.1"
+        s.username = "kiosk"
+        func refusal(_ path: String) -> String {
+            s.passwordFile = path
+            do {
+                _ = try s.resolve(hostName: "h")
+                return "accepted"
+            } catch {
+                return error.message
+            }
+        }
+        XCTAssertEqual(refusal(real), "accepted")
+        let link = dir + "/link.pass"
+        XCTAssertEqual(symlink(real, link), 0)
+        XCTAssertEqual(refusal(link), "mqtt-password-file \(link): a symbolic link; give the file itself (a link could be pointed elsewhere)")
+        let fifo = dir + "/fifo.pass"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        XCTAssertEqual(refusal(fifo), "mqtt-password-file \(fifo): not a regular file", "refused without waiting for a writer")
+        chmod(real, 0o640)
+        XCTAssertEqual(refusal(real), "mqtt-password-file \(real): permissions 0640 let others read it; allowed: only its owner (chmod 600 \(real))")
+        chmod(real, 0o600)
+        guard geteuid() == 0 else { throw XCTSkip("changing a file's owner needs root") }
+        XCTAssertEqual(chown(real, 65534, 65534), 0)
+        XCTAssertEqual(refusal(real), "mqtt-password-file \(real): owned by uid 65534, not by the user scangate runs as (uid 0); "
+                       + "chown it to the service user")
+    }
+
+    /// A CA file that others may change (or whose directory lets them replace it) would let them stand in
+    /// for the broker: refused, naming the file or directory and the chmod or chown that fixes it.
+    func testACAFileOthersCanChangeIsRefused() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let ca = dir + "/ca.crt"
+        try TestFiles.write("x", to: ca)
+        chmod(ca, 0o644)
+        var s = MQTTSettings()
+        s.host = "127.0.0.1"
+        s.tlsCA = ca
+        func refusal() -> String {
+            do {
+                _ = try s.resolve(hostName: "h")
+                return "accepted"
+            } catch {
+                return error.message
+            }
+        }
+        XCTAssertEqual(refusal(), "accepted")
+        chmod(ca, 0o664)
+        XCTAssertEqual(refusal(), "mqtt-tls-ca \(ca): permissions 0664 let others change it (they could then stand in for the broker); chmod go-w \(ca)")
+        chmod(ca, 0o646)
+        XCTAssertTrue(refusal().hasSuffix("chmod go-w \(ca)"), refusal())
+        chmod(ca, 0o644)
+        chmod(dir, 0o777)
+        XCTAssertEqual(refusal(), "mqtt-tls-ca \(ca): its directory \(dir) (permissions 0777) lets others replace the file "
+                       + "(and stand in for the broker); chmod go-w \(dir)")
+        chmod(dir, 0o1777)
+        XCTAssertEqual(refusal(), "accepted", "a sticky directory (like /tmp) does not let others replace a file they do not own")
+        chmod(dir, 0o700)
+        guard geteuid() == 0 else { throw XCTSkip("changing a file's owner needs root") }
+        XCTAssertEqual(chown(ca, 65534, 65534), 0)
+        XCTAssertEqual(refusal(), "mqtt-tls-ca \(ca): owned by uid 65534, who can change it (and stand in for the broker); chown root \(ca)")
+        s.tlsCA = "system"
+        XCTAssertEqual(refusal(), "accepted", "the system's CAs are not checked here")
     }
 
     func testEventIDsAreRandomPerRunAndCarryTheSeq() throws {

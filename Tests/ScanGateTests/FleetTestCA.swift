@@ -19,6 +19,7 @@ final class FleetTestCA {
         try FleetTestCA.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                                  "-keyout", key, "-out", certificate, "-days", "3", "-subj", "/CN=ScanGate test \(name)"])
         chmod(key, 0o600)
+        chmod(certificate, 0o644)   // mqtt-tls-ca refuses a CA file others may change, whatever the umask
         // For `openssl ca` (certificates with dates in the past).
         try FileManager.default.createDirectory(atPath: self.directory + "/\(name)-issued", withIntermediateDirectories: true)
         try TestFiles.write("", to: self.directory + "/\(name)-index.txt")

@@ -263,6 +263,57 @@ final class RecordingLinkObserver: ControllerLinkObserver {
     func controllerLink(_ output: String, online: Bool, detail: String) { changes.withLock { $0.append((output, online)) } }
 }
 
+/// Clocks a test sets by hand: the wall clock (and whether it is synchronised), the boot clock and the
+/// boot id, for the spool's and the command ids' age rules. `clock` is a snapshot of the boot id: take it
+/// again after `reboot()`.
+final class TestClock: Sendable {
+    private struct State {
+        var wall: Int64
+        var boot: UInt64
+        var synchronized: Bool
+        var bootID: BootID?
+    }
+    private let state: Mutex<State>
+
+    init(wall: Int64 = 1_800_000_000 * 1_000_000_000, boot: UInt64 = 1_000 * 1_000_000_000, synchronized: Bool = true) {
+        state = Mutex(State(wall: wall, boot: boot, synchronized: synchronized, bootID: TestClock.newBootID()))
+    }
+
+    static func newBootID() -> BootID? { BootID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }) }
+
+    var clock: SpoolClock {
+        let id = state.withLock { $0.bootID }
+        return SpoolClock(wall: { self.state.withLock { $0.wall } }, boot: { self.state.withLock { $0.boot } },
+                          wallSynchronized: { self.state.withLock { $0.synchronized } }, bootID: id)
+    }
+
+    var wall: Int64 { state.withLock { $0.wall } }
+    var wallSeconds: Int64 { wall / 1_000_000_000 }
+
+    /// Time passes: both clocks move on.
+    func advance(seconds: Double) {
+        state.withLock { s in
+            s.wall += Int64(seconds * 1e9)
+            s.boot += UInt64(seconds * 1e9)
+        }
+    }
+
+    /// The wall clock is stepped (NTP, a bad battery clock); the boot clock does not move.
+    func stepWall(seconds: Double) { state.withLock { $0.wall += Int64(seconds * 1e9) } }
+
+    func setSynchronized(_ synchronized: Bool) { state.withLock { $0.synchronized = synchronized } }
+
+    /// A reboot: a new boot id, the boot clock from near zero; the wall clock as given (nil: unchanged).
+    func reboot(wall: Int64? = nil, synchronized: Bool) {
+        state.withLock { s in
+            s.bootID = TestClock.newBootID()
+            s.boot = 5 * 1_000_000_000
+            if let wall { s.wall = wall }
+            s.synchronized = synchronized
+        }
+    }
+}
+
 /// A FeedbackSink that records what it was asked to play.
 final class RecordingFeedbackSink: FeedbackSink {
     private let played = Mutex<[(FeedbackRequest, String)]>([])
@@ -320,13 +371,12 @@ enum FleetTestEvents {
     static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: RecordingLog,
                        commands: MQTTCommandHandler? = nil, feedback: FeedbackSink? = nil,
                        state: @escaping @Sendable () -> FleetState = { FleetTestEvents.state() },
-                       link: ControllerLinkObserver? = nil,
-                       onAcknowledged: (@Sendable (Int) -> Void)? = nil) throws -> MQTTOutput {
+                       onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system()) throws -> MQTTOutput {
         let configuration = try settings.resolve(hostName: "testhost")
         return try MQTTOutput(configuration: configuration,
                               dependencies: MQTTOutputDependencies(library: library, eventLine: EventLine.json, state: state,
-                                                                   commands: commands, feedback: feedback, link: link, logger: log.logger,
-                                                                   onAcknowledged: onAcknowledged))
+                                                                   commands: commands, feedback: feedback, logger: log.logger,
+                                                                   onAcknowledged: onAcknowledged, clock: clock))
     }
 }
 

@@ -60,6 +60,8 @@ public struct MQTTLinkStatus: Sendable, Equatable {
     public var acknowledged: UInt64
     /// Events dropped before they reached the spool (the in-memory queue in front of it was full).
     public var queueDropped: UInt64
+    /// While not connected: the seconds until the next attempt (the backoff); nil while connected.
+    public var retryInSeconds: Int?
 
     public var dropped: UInt64 { spool.dropped + queueDropped }
 }
@@ -101,6 +103,7 @@ enum FleetJSON {
                 ("spool_dropped_full", String(link.spool.droppedFull)),
                 ("spool_dropped_expired", String(link.spool.droppedExpired)),
                 ("spool_dropped_damaged", String(link.spool.droppedDamaged)),
+                ("spool_dropped_refused", String(link.spool.droppedRefused)),
                 ("queue_dropped", String(link.queueDropped)),
                 ("acknowledged", String(link.acknowledged)),
             ])),

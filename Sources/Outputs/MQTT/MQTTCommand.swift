@@ -6,7 +6,8 @@ import Settings
 ///
 /// Payload: one JSON object (at most 4096 bytes, UTF-8, no duplicate members, nothing else), parsed with
 /// Core's strict `JSONValue`. Every command has
-///   - `"id"`: a string of 1-64 characters from `A-Z a-z 0-9 . _ : -`; a repeated id is not acted on twice;
+///   - `"id"`: a string of 1-64 characters from `A-Z a-z 0-9 . _ : -`; a repeated id is not acted on twice
+///     (`CommandReplayGuard`, kept on disk by `CommandIDStore`);
 ///   - `"expires"`: an integer, Unix time in seconds (UTC); a command that arrives at or after it is refused,
 ///     and so is one that expires more than `maxLifetimeSeconds` (3600) ahead.
 /// and, per command:
@@ -252,37 +253,6 @@ public enum MQTTCommandParser {
                 throw refuse("unknown member \(JSONText.string(name(extra.key)))")
             }
         }
-    }
-}
-
-/// Remembers the ids of commands acted on until they expire, so a repeated id is not acted on twice.
-/// Bounded: when `capacity` unexpired ids are held, new commands are refused (never forgotten early,
-/// which would let a replay through). Expiry is tracked on the monotonic clock from the command's
-/// remaining lifetime when it arrived, plus `slackSeconds`, so a wall-clock step does not shorten it.
-public struct CommandReplayGuard: Sendable {
-    public let capacity: Int
-    public let slackSeconds: Int64
-    private var seen: [String: UInt64] = [:]
-
-    public init(capacity: Int = 4096, slackSeconds: Int64 = 60) {
-        self.capacity = capacity
-        self.slackSeconds = slackSeconds
-    }
-
-    public enum Admission: Equatable, Sendable { case new, repeated, full }
-
-    public var count: Int { seen.count }
-
-    /// Records `id` (expiring at `expires`, Unix seconds) unless it was seen; `now` is wall seconds,
-    /// `monotonic` this machine's monotonic clock.
-    public mutating func admit(_ id: String, expires: Int64, now: Int64, monotonic: MonotonicInstant) -> Admission {
-        let t = monotonic.nanoseconds
-        if let until = seen[id], until > t { return .repeated }
-        if seen.count >= capacity { seen = seen.filter { $0.value > t } }
-        guard seen.count < capacity else { return .full }
-        let lifetime = max(0, expires - now) + slackSeconds
-        seen[id] = t + UInt64(lifetime) * 1_000_000_000
-        return .new
     }
 }
 

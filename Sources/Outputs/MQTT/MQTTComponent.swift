@@ -48,8 +48,7 @@ extension MQTTOutput {
                     let configuration = try settings.mqtt.resolve(hostName: MQTTSettings.systemHostName())
                     return try MQTTOutput(configuration: configuration, dependencies: MQTTOutputDependencies(
                         library: try library.get(), eventLine: EventLine.json, state: hooks.state,
-                        commands: hooks.commands, feedback: context.feedback, link: context.links,
-                        logger: context.logger))
+                        commands: hooks.commands, feedback: context.feedback, logger: context.logger))
                 })),
             doctor: { settings, context in
                 guard settings.mqtt.enabled else { return [] }

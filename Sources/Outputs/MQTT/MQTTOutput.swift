@@ -16,24 +16,26 @@ public struct MQTTOutputDependencies: Sendable {
     public var commands: MQTTCommandHandler?
     /// Where `feedback` and `beep` commands go; nil: refused.
     public var feedback: FeedbackSink?
-    /// Told when the broker connection comes and goes.
-    public var link: ControllerLinkObserver?
     public var logger: Logger
     /// Told (on the session thread) each time the broker acknowledged events, with how many: for the bench.
     public var onAcknowledged: (@Sendable (Int) -> Void)?
+    /// The clocks that stamp spooled events and command ids (tests inject their own).
+    public var clock: SpoolClock
 
+    /// The broker link is not the door controller's: it is not reported to a ControllerLinkObserver (the
+    /// status LED, STATUS=); it is in `MQTTOutput.link` and `health`, which status and metrics read.
     public init(library: MosquittoLibrary, eventLine: @escaping @Sendable (ReadEvent) -> String,
                 state: @escaping @Sendable () -> FleetState, commands: MQTTCommandHandler? = nil,
-                feedback: FeedbackSink? = nil, link: ControllerLinkObserver? = nil, logger: Logger,
-                onAcknowledged: (@Sendable (Int) -> Void)? = nil) {
+                feedback: FeedbackSink? = nil, logger: Logger,
+                onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system()) {
         self.library = library
         self.eventLine = eventLine
         self.state = state
         self.commands = commands
         self.feedback = feedback
-        self.link = link
         self.logger = logger
         self.onAcknowledged = onAcknowledged
+        self.clock = clock
     }
 }
 
@@ -43,11 +45,14 @@ public struct MQTTOutputDependencies: Sendable {
 /// Threads and what they own:
 /// - `report()` (the decode queue) encodes the event (id, kiosk, the JSON line), appends it to a bounded
 ///   in-memory queue and returns; it never waits on disk or network.
-/// - The spool thread ("mqtt-spool") takes the queue in batches and appends them to the `EventSpool`
-///   (write + fdatasync), expires old records and writes the spool head.
+/// - The spool thread ("mqtt-spool") opens the spool when the constructor could not (its lock still held
+///   by an output being replaced: it waits up to `lockWaitSeconds`, then retries in the background), then
+///   takes the queue in batches and appends them to the `EventSpool` (write + fdatasync), expires old
+///   records and writes the spool head.
 /// - The session thread ("mqtt-session") owns the libmosquitto handle (one per connection attempt) and
 ///   publishes from the spool, in spool order, after they are durable; a record leaves the spool when its
-///   PUBACK arrives. It reconnects with backoff 1 s doubling to 60 s.
+///   PUBACK arrives. It reconnects with backoff 1 s doubling to 60 s (back to 1 s only after a connection
+///   that stayed up `MQTTSession.stableSeconds`).
 ///
 /// When an event is written to the spool: always, before it is published. So any event the broker has
 /// not acknowledged is on disk (after fdatasync), whatever happens next — a broker outage, a restart, a
@@ -64,10 +69,15 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     private let sessionThread: PosixThread
     private let closed = Atomic<Bool>(false)
 
-    /// Most events the queue in front of the spool holds (about 8 MiB of JSON); beyond it the oldest is dropped.
+    /// Most bytes the queue in front of the spool holds (about 8 MiB of JSON); beyond it the oldest is dropped.
     public static let queueLimitBytes = 8 << 20
+    /// How long the spool thread retries a spool directory whose lock is held (an output being replaced
+    /// by a reload) before it says so and goes on retrying every `lockRetrySeconds`.
+    public static let lockWaitSeconds = 5.0
+    public static let lockRetrySeconds = 2.0
 
     /// Opens (and recovers) the spool and starts the two threads; connecting happens on the session thread.
+    /// A spool whose lock is held is opened by the spool thread once it is free; other spool errors throw.
     public init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies, ids: EventIDs? = nil) throws {
         self.configuration = configuration
         // libmosquitto's own checks, behind MQTTSettings's: every topic this output publishes and its filter.
@@ -79,9 +89,13 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
             throw UsageError("mqtt-topic-prefix: '\(Logger.escape(t.commandFilter))' is not a subscription libmosquitto accepts")
         }
         self.ids = try ids ?? EventIDs.random()
-        let spool = try EventSpool(directory: configuration.settings.spool, limits: SpoolLimits(settings: configuration.settings),
-                                   logger: dependencies.logger)
-        let context = try MQTTSessionContext(configuration: configuration, dependencies: dependencies, spool: spool)
+        let context = try MQTTSessionContext(configuration: configuration, dependencies: dependencies)
+        switch context.openSpool() {
+        case .success(let spool): context.attach(spool)
+        case .failure(let error) where error.lockBusy:
+            dependencies.logger.notice("mqtt: \(error); the spool thread waits for it (events wait in memory meanwhile)")
+        case .failure(let error): throw error
+        }
         self.context = context
         spoolThread = try PosixThread(name: "mqtt-spool") { SpoolWriter(context: context).run() }
         do {
@@ -89,6 +103,7 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
         } catch {
             context.requestStop(deadline: .now())
             spoolThread.join()
+            context.closeDurable()
             throw error
         }
     }
@@ -117,6 +132,7 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     /// Publishes the state now (the daemon calls it when health changed in a way it knows about).
     public func stateChanged() { context.nudgeState() }
 
+    /// The broker link and the spool: what `scangate status`, the metrics and the state show.
     public var link: MQTTLinkStatus { context.linkStatus() }
 
     public var health: ComponentHealth {
@@ -130,16 +146,20 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
 
     /// Lets the spool thread write what is queued and the session send what it can until `deadline`,
     /// then publishes `offline` (retained), disconnects and closes the spool. Returns by the deadline;
-    /// a thread still in a blocking call (a DNS lookup) is left to finish on its own.
+    /// a thread still in a blocking call (a DNS lookup) is left to finish on its own, and the spool (with
+    /// its directory lock) is closed anyway once the spool thread is done, so a new output can take it.
     public func close(deadline: MonotonicInstant) {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         context.requestStop(deadline: deadline)
         if context.waitFinished(until: deadline) {
             spoolThread.join()
             sessionThread.join()
-            context.spool.close()
+            context.closeDurable()
         } else {
-            context.dependencies.logger.warning("mqtt: the session did not stop by its deadline; it is left to end on its own")
+            let writerDone = context.state.withLock { $0.spoolWriterDone }
+            if writerDone { context.closeDurable() }
+            context.dependencies.logger.warning("mqtt: the session did not stop by its deadline; it is left to end on its own"
+                                                + (writerDone ? " (the spool is closed and its lock released)" : ""))
         }
     }
 
@@ -157,7 +177,7 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
         _ = context.waitFinished(until: MonotonicInstant.now().adding(milliseconds: 10_000))
         spoolThread.join()
         sessionThread.join()
-        context.spool.abandon()
+        context.abandonDurable()
     }
 }
 
@@ -165,21 +185,32 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
 final class MQTTSessionContext: Sendable {
     let configuration: MQTTConfiguration
     let dependencies: MQTTOutputDependencies
-    let spool: EventSpool
     /// Wakes the session thread (new durable events, stop, state nudge).
     let wake: WakePipe
     /// Wakes the spool thread (new queued events, stop).
     let spoolSignal = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
     let state: Mutex<Shared>
+    /// The spool and the command ids beside it, once the spool is open (its directory lock held).
+    private let durable = Mutex<Durable?>(nil)
+    /// Test hook: while set, the spool thread waits on it before each write (a stuck fdatasync);
+    /// `writerHeld` says it is waiting there.
+    let writerGate = Mutex<DispatchSemaphore?>(nil)
+    let writerHeld = Atomic<Bool>(false)
+
+    struct Durable {
+        let spool: EventSpool
+        /// nil when the command id file cannot be used (`commandIDsError` says why): commands are refused.
+        let commandIDs: CommandIDStore?
+        let commandIDsError: String?
+    }
 
     struct Shared {
-        var queue: [[UInt8]] = []
-        var queueStart = 0
-        var queueBytes = 0
+        var queue = PayloadQueue(limitBytes: MQTTOutput.queueLimitBytes)
         var queueDropped: UInt64 = 0
         var connected = false
         var detail = "not connected yet"
+        var retryIn: Int?
         var lastError: String?
         var lastErrorAt: Int64?
         var acknowledged: UInt64 = 0
@@ -193,29 +224,78 @@ final class MQTTSessionContext: Sendable {
         var threadsFinished = 0
     }
 
-    init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies, spool: EventSpool) throws {
+    init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies) throws {
         self.configuration = configuration
         self.dependencies = dependencies
-        self.spool = spool
         self.wake = try WakePipe()
         self.state = Mutex(Shared())
     }
 
     var logger: Logger { dependencies.logger }
+    var clock: SpoolClock { dependencies.clock }
+
+    // MARK: - The spool
+
+    func openSpool() -> Result<EventSpool, SpoolError> {
+        do {
+            return .success(try EventSpool(directory: configuration.settings.spool, limits: SpoolLimits(settings: configuration.settings),
+                                           logger: dependencies.logger, clock: dependencies.clock))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Makes `spool` the output's, with the command id file in its directory.
+    func attach(_ spool: EventSpool) {
+        var store: CommandIDStore?
+        var problem: String?
+        if configuration.settings.commands {
+            do {
+                store = try CommandIDStore(directory: spool.directory, clock: dependencies.clock, logger: logger)
+            } catch {
+                problem = error.description
+                logger.error("mqtt: \(error); commands are refused until it can be used (it keeps the ids already acted on)")
+            }
+        }
+        durable.withLock { $0 = Durable(spool: spool, commandIDs: store, commandIDsError: problem) }
+    }
+
+    var spool: EventSpool? { durable.withLock { $0?.spool } }
+
+    /// The command id store, or why there is none.
+    func commandIDs() -> Result<CommandIDStore, SpoolError> {
+        durable.withLock { d in
+            guard let d else {
+                return .failure(SpoolError("the spool directory \(configuration.settings.spool) is not open yet (its lock is held)"))
+            }
+            if let store = d.commandIDs { return .success(store) }
+            return .failure(SpoolError(d.commandIDsError ?? "no command id file"))
+        }
+    }
+
+    /// Closes the spool (writing its head) and the command id file; releases the directory lock. Idempotent.
+    func closeDurable() {
+        let d = durable.withLock { $0 }
+        d?.commandIDs?.close()
+        d?.spool.close()
+    }
+
+    /// As a crash leaves them: nothing more written.
+    func abandonDurable() {
+        let d = durable.withLock { $0 }
+        d?.commandIDs?.close()
+        d?.spool.abandon()
+    }
+
+    // MARK: - The queue in front of the spool
 
     func enqueue(_ payload: [UInt8]) {
         let dropped: UInt64? = state.withLock { s in
             guard !s.stopping else { return nil }
-            s.queue.append(payload)
-            s.queueBytes += payload.count
-            var dropped: UInt64?
-            while s.queueBytes > MQTTOutput.queueLimitBytes, s.queueStart < s.queue.count - 1 {
-                s.queueBytes -= s.queue[s.queueStart].count
-                s.queueStart += 1
-                s.queueDropped += 1
-                dropped = s.queueDropped
-            }
-            return dropped
+            let n = s.queue.push(payload)
+            guard n > 0 else { return nil }
+            s.queueDropped += UInt64(n)
+            return s.queueDropped
         }
         if let dropped {
             logger.warning("mqtt: the queue in front of the spool is full (the disk does not keep up): dropped the oldest event; "
@@ -226,31 +306,31 @@ final class MQTTSessionContext: Sendable {
 
     /// Takes up to `maxCount` queued payloads (oldest first).
     func takeQueued(maxCount: Int) -> [[UInt8]] {
-        state.withLock { s in
-            let end = min(s.queue.count, s.queueStart + maxCount)
-            let batch = Array(s.queue[s.queueStart..<end])
-            s.queueStart = end
-            for p in batch { s.queueBytes -= p.count }
-            if s.queueStart == s.queue.count {
-                s.queue.removeAll(keepingCapacity: s.queue.count < 4096)
-                s.queueStart = 0
-            } else if s.queueStart > 4096 {
-                s.queue.removeFirst(s.queueStart)
-                s.queueStart = 0
-            }
-            return batch
-        }
+        state.withLock { $0.queue.pop(maxCount: maxCount) }
     }
 
-    /// Puts a batch that could not be spooled back in front of the queue.
+    /// Puts a batch that could not be spooled back in front of the queue (the bound still holds).
     func requeue(_ batch: [[UInt8]]) {
-        state.withLock { s in
-            s.queue.replaceSubrange(s.queueStart..<s.queueStart, with: batch)
-            for p in batch { s.queueBytes += p.count }
+        let dropped: UInt64? = state.withLock { s in
+            let n = s.queue.pushFront(batch)
+            guard n > 0 else { return nil }
+            s.queueDropped += UInt64(n)
+            return s.queueDropped
+        }
+        if let dropped {
+            logger.warning("mqtt: the queue in front of the spool is full (the spool cannot be written): dropped the oldest event; "
+                           + "\(dropped) dropped so far", rateLimitKey: "mqtt-queue-drop")
         }
     }
 
-    var queuedCount: Int { state.withLock { $0.queue.count - $0.queueStart } }
+    var queuedCount: Int { state.withLock { $0.queue.count } }
+
+    /// Entries, bytes charged against the bound and payload bytes really held (for tests and health).
+    var queueStats: (count: Int, charged: Int, stored: Int) {
+        state.withLock { ($0.queue.count, $0.queue.chargedBytes, $0.queue.storedPayloadBytes) }
+    }
+
+    // MARK: - Signals
 
     func nudgeState() {
         state.withLock { $0.stateNudge = true }
@@ -264,6 +344,8 @@ final class MQTTSessionContext: Sendable {
         }
         spoolSignal.signal()
         wake.signal()
+        // A writer held by the test gate is let go.
+        writerGate.withLock { $0 }?.signal()
     }
 
     func requestCrash() {
@@ -274,6 +356,7 @@ final class MQTTSessionContext: Sendable {
         }
         spoolSignal.signal()
         wake.signal()
+        writerGate.withLock { $0 }?.signal()
     }
 
     func requestConnectionDrop() {
@@ -281,8 +364,14 @@ final class MQTTSessionContext: Sendable {
         wake.signal()
     }
 
-    /// Each thread calls this once at its end.
+    /// Each thread calls this once at its end; after the second (unless crashed) the spool is closed, so its
+    /// lock is free for whoever comes next.
     func threadFinished() {
+        let (count, crash) = state.withLock { s -> (Int, Bool) in
+            s.threadsFinished += 1
+            return (s.threadsFinished, s.crash)
+        }
+        if count == 2 && !crash { closeDurable() }
         finished.signal()
     }
 
@@ -299,20 +388,30 @@ final class MQTTSessionContext: Sendable {
     func spoolFailure() -> String? { state.withLock { $0.spoolFailure } }
 
     func linkStatus() -> MQTTLinkStatus {
-        let depth = spool.depth
+        let depth = spool?.depth ?? SpoolDepth()
         return state.withLock { s in
             MQTTLinkStatus(connected: s.connected, detail: s.detail, lastError: s.lastError, lastErrorAt: s.lastErrorAt,
-                           spool: depth, acknowledged: s.acknowledged, queueDropped: s.queueDropped)
+                           spool: depth, acknowledged: s.acknowledged, queueDropped: s.queueDropped, retryInSeconds: s.retryIn)
         }
     }
 }
 
-/// The spool thread: queue -> spool (durable), age expiry, the head file.
+/// The spool thread: opens the spool when its lock was held, then queue -> spool (durable), age expiry,
+/// the head file.
 struct SpoolWriter {
     let context: MQTTSessionContext
 
     func run() {
-        let spool = context.spool
+        defer {
+            context.state.withLock { $0.spoolWriterDone = true }
+            context.wake.signal()
+            context.threadFinished()
+        }
+        let opened = context.spool ?? waitForSpool()
+        guard let spool = opened else {
+            reportLeftOver()
+            return
+        }
         var lastHousekeeping = MonotonicInstant(nanoseconds: 0)
         var lastSync = MonotonicInstant.now()
         var failing = false
@@ -321,10 +420,16 @@ struct SpoolWriter {
             let (stopping, crash) = context.state.withLock { ($0.stopping, $0.crash) }
             if crash { break }
             while true {
+                if let gate = context.writerGate.withLock({ $0 }) {
+                    context.writerHeld.store(true, ordering: .releasing)
+                    gate.wait()
+                    context.writerHeld.store(false, ordering: .releasing)
+                }
+                if context.state.withLock({ $0.crash }) { break }
                 let batch = context.takeQueued(maxCount: 2048)
                 if batch.isEmpty { break }
                 do {
-                    try spool.append(batch, wallTime: WallClock.nowNanoseconds())
+                    try spool.append(batch)
                     if failing {
                         failing = false
                         context.state.withLock { $0.spoolFailure = nil }
@@ -345,6 +450,7 @@ struct SpoolWriter {
                     break
                 }
             }
+            if context.state.withLock({ $0.crash }) { break }
             let now = MonotonicInstant.now()
             if now.milliseconds(since: lastHousekeeping) >= 1000 || stopping {
                 lastHousekeeping = now
@@ -357,12 +463,61 @@ struct SpoolWriter {
                 break
             }
         }
+        reportLeftOver()
+    }
+
+    private func reportLeftOver() {
         let left = context.queuedCount
         if left > 0 && !context.state.withLock({ $0.crash }) {
             context.logger.error("mqtt: \(left) events could not be written to the spool before the stop and are lost")
         }
-        context.state.withLock { $0.spoolWriterDone = true }
-        context.wake.signal()
-        context.threadFinished()
+    }
+
+    /// The spool's lock is held (the output this one replaces has not let go yet): retried every 200 ms
+    /// for `MQTTOutput.lockWaitSeconds` without a word, then said so and retried every
+    /// `MQTTOutput.lockRetrySeconds` until it opens or the output stops (nil). Events wait in the queue.
+    private func waitForSpool() -> EventSpool? {
+        let started = MonotonicInstant.now()
+        var said = false
+        while true {
+            if context.state.withLock({ $0.stopping }) { return nil }
+            let error: SpoolError
+            switch context.openSpool() {
+            case .success(let spool):
+                context.attach(spool)
+                context.state.withLock { $0.spoolFailure = nil }
+                if said { context.logger.notice("mqtt spool \(spool.directory): open now; \(context.queuedCount) queued events go in") }
+                context.wake.signal()
+                // The waits above took the queue's wake-ups: write what is queued at once.
+                context.spoolSignal.signal()
+                return spool
+            case .failure(let e):
+                error = e
+            }
+            let waited = MonotonicInstant.now().milliseconds(since: started) / 1000
+            if error.lockBusy && waited < MQTTOutput.lockWaitSeconds {
+                pause(milliseconds: 200)
+                continue
+            }
+            context.state.withLock { s in
+                s.spoolFailure = error.description
+                s.lastError = error.description
+                s.lastErrorAt = WallClock.nowNanoseconds()
+            }
+            context.logger.warning("mqtt: \(error); tried for \(Int(waited)) s, retrying every \(Int(MQTTOutput.lockRetrySeconds)) s "
+                                   + "(\(context.queuedCount) events wait in memory)", rateLimitKey: "mqtt-spool-open")
+            said = true
+            pause(milliseconds: MQTTOutput.lockRetrySeconds * 1000)
+        }
+    }
+
+    /// Waits `milliseconds`, or until a stop (reports in between do not cut it short).
+    private func pause(milliseconds: Double) {
+        let until = MonotonicInstant.now().adding(milliseconds: milliseconds)
+        while !context.state.withLock({ $0.stopping }) {
+            let now = MonotonicInstant.now()
+            if now >= until { return }
+            _ = context.spoolSignal.wait(timeout: .now() + .milliseconds(Int(min(until.milliseconds(since: now) + 1, 1000))))
+        }
     }
 }

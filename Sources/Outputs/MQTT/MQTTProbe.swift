@@ -9,7 +9,7 @@ import Glibc
 /// waits for CONNACK, disconnects. Publishes nothing and sets no will. It connects as
 /// `<client-id>-doctor`; a broker that forces the client id to the certificate's CN
 /// (use_username_as_clientid) takes the running daemon's session over for a moment, and the daemon
-/// reconnects after 1 s.
+/// reconnects after its backoff.
 public enum MQTTProbe {
     public enum Outcome: Equatable, Sendable {
         /// "connected to broker h:p as k1-doctor (MQTT v5, TLS)".
@@ -23,7 +23,8 @@ public enum MQTTProbe {
         let client: MosquittoClient
         do {
             client = try MQTTSession.makeClient(configuration, library: library, clientID: id, will: false)
-            try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds)
+            try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds,
+                                    maximumPacketSize: MQTTSession.maximumPacketSize)
         } catch {
             return .failed(hint(error.description, configuration))
         }

@@ -19,14 +19,19 @@ final class MQTTSession {
     let context: MQTTSessionContext
     let configuration: MQTTConfiguration
     var logger: Logger { context.logger }
-    var replayGuard = CommandReplayGuard()
     var failedAttempts = 0
+    /// How often the broker refused each spooled event (by record number) with a lasting reason.
+    var refusals: [UInt64: Int] = [:]
 
     /// Events published and not yet acknowledged, in publish (= spool) order.
     struct InFlight {
+        /// -1: never published (the broker's Maximum Packet Size refuses it before it is sent).
         let mid: Int32
+        let record: UInt64
         let next: SpoolPosition
         var acked: Bool
+        /// Refused for good by the broker: leaves the spool counted as refused, not delivered.
+        var refused: Bool
     }
     var inflight: [InFlight] = []
     /// The next record to publish (nil: the spool's head).
@@ -40,6 +45,18 @@ final class MQTTSession {
     static let window = 32
     static let firstBackoffSeconds = 1.0
     static let maxBackoffSeconds = 60.0
+    /// A connection that stayed up this long was a good one: the backoff starts at 1 s again after it.
+    /// One that fails sooner (the broker's ACL ends it, another kiosk with the same client id takes the
+    /// session over, a message the broker cannot take) goes on doubling, so it is not retried at 1 Hz with
+    /// status, discovery and state published each time.
+    static let stableSeconds = 30.0
+    /// The MQTT v5 Maximum Packet Size this client accepts (CONNECT): a command is at most 4096 bytes, so
+    /// 16 KiB is far above anything we must read; the broker drops a larger PUBLISH for us, retained or not.
+    static let maximumPacketSize: UInt32 = 16 << 10
+    /// An event the broker refuses this many times with a lasting reason (not authorised, topic or payload
+    /// invalid, too large, unspecified) is dropped from the spool, counted and logged, so the ones behind
+    /// it are not blocked for ever.
+    static let maxRefusals = 3
 
     init(context: MQTTSessionContext) {
         self.context = context
@@ -49,7 +66,8 @@ final class MQTTSession {
     enum End {
         case stopped
         case crashed
-        case failed(String, wasConnected: Bool)
+        /// `upSeconds`: how long the connection had been accepted (nil: CONNACK never came).
+        case failed(String, upSeconds: Double?)
     }
 
     var subject: String { "broker \(configuration.host):\(configuration.port)" }
@@ -61,12 +79,14 @@ final class MQTTSession {
             switch connection() {
             case .stopped, .crashed:
                 break loop
-            case .failed(let message, let wasConnected):
-                if wasConnected { backoff = MQTTSession.firstBackoffSeconds }
+            case .failed(let message, let upSeconds):
+                let wasConnected = upSeconds != nil
+                backoff = MQTTSession.backoff(current: backoff, afterConnectionOf: upSeconds)
                 failedAttempts += 1
                 let stopping = context.state.withLock { $0.stopping }
                 setLink(connected: false, detail: "not connected: \(message)"
-                        + (stopping ? "" : "; next attempt in \(Int(backoff)) s"), error: message)
+                        + (stopping ? "" : "; next attempt in \(Int(backoff)) s"), error: message,
+                        retryIn: stopping ? nil : Int(backoff))
                 if stopping { break loop }
                 if wasConnected {
                     logger.warning("mqtt: lost the connection to \(subject): \(message); reconnecting in \(Int(backoff)) s "
@@ -79,8 +99,15 @@ final class MQTTSession {
                 backoff = min(backoff * 2, MQTTSession.maxBackoffSeconds)
             }
         }
-        setLink(connected: false, detail: "stopped", error: nil)
+        setLink(connected: false, detail: "stopped", error: nil, retryIn: nil)
         context.threadFinished()
+    }
+
+    /// The wait before the next attempt: `current` (which doubles after each wait), or 1 s again when the
+    /// connection that just ended had been up `stableSeconds` (nil: it was never accepted).
+    static func backoff(current: Double, afterConnectionOf upSeconds: Double?) -> Double {
+        if let up = upSeconds, up >= stableSeconds { return firstBackoffSeconds }
+        return current
     }
 
     /// Waits `seconds`, or until a stop; false when stopping.
@@ -94,18 +121,18 @@ final class MQTTSession {
         }
     }
 
-    private func setLink(connected: Bool, detail: String, error: String?) {
-        let changed: Bool = context.state.withLock { s in
-            let changed = s.connected != connected
+    /// The link as `MQTTOutput.link` and health show it. Not reported to the daemon's controller link
+    /// (the status LED, STATUS=): the broker is not the door controller.
+    private func setLink(connected: Bool, detail: String, error: String?, retryIn: Int?) {
+        context.state.withLock { s in
             s.connected = connected
             s.detail = detail
+            s.retryIn = retryIn
             if let error {
                 s.lastError = error
                 s.lastErrorAt = WallClock.nowNanoseconds()
             }
-            return changed
         }
-        if changed { context.dependencies.link?.controllerLink("mqtt", online: connected, detail: detail) }
     }
 
     // MARK: - One connection
@@ -137,14 +164,18 @@ final class MQTTSession {
         let client: MosquittoClient
         do {
             client = try MQTTSession.makeClient(configuration, library: context.dependencies.library)
-            try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds)
+            try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds,
+                                    maximumPacketSize: MQTTSession.maximumPacketSize)
         } catch {
-            return .failed(describe(error, connected: false), wasConnected: false)
+            return .failed(describe(error, connected: false), upSeconds: nil)
         }
         let callbacks = client.callbacks
         let connectTimeoutSeconds = max(10, configuration.settings.keepaliveSeconds)
         let connectDeadline = MonotonicInstant.now().adding(milliseconds: Double(connectTimeoutSeconds) * 1000)
         var connected = false
+        var connectedAt: MonotonicInstant?
+        /// How long the connection has been accepted; nil before CONNACK.
+        func up() -> Double? { connectedAt.map { MonotonicInstant.now().milliseconds(since: $0) / 1000 } }
         var hangups = 0
         var phase = StopPhase.running
         inflight = []
@@ -164,10 +195,12 @@ final class MQTTSession {
             let socket = client.socket
             if flags.drop && socket >= 0 {
                 // A connection that ends without DISCONNECT, as after a crash: the broker sends the will.
-                shutdown(socket, Int32(SHUT_RDWR))
+                if shutdown(socket, Int32(SHUT_RDWR)) != 0 {
+                    logger.warning("mqtt: shutdown of the broker socket (test hook): \(Errno.current)")
+                }
             }
             guard socket >= 0 else {
-                return .failed(callbacks.lastError ?? "the connection closed", wasConnected: connected)
+                return .failed(callbacks.lastError ?? "the connection closed", upSeconds: up())
             }
 
             var timeout: Double = connected ? 1000 : min(1000, max(0, connectDeadline.milliseconds(since: .now())))
@@ -176,7 +209,10 @@ final class MQTTSession {
                 pollfd(fd: socket, events: Int16(POLLIN) | (client.wantsWrite ? Int16(POLLOUT) : 0), revents: 0),
                 pollfd(fd: context.wake.readFD, events: Int16(POLLIN), revents: 0),
             ]
-            _ = retryOnInterrupt { poll(&fds, 2, Int32(timeout)) }
+            if case .failure(let e) = retryOnInterrupt({ poll(&fds, 2, Int32(timeout)) }) {
+                // EINVAL or ENOMEM: nothing was waited for; the loop below still runs libmosquitto once.
+                logger.warning("mqtt: poll on the broker socket: \(e)", rateLimitKey: "mqtt-poll")
+            }
             if fds[1].revents != 0 { context.wake.drain() }
             let socketEvents = fds[0].revents
 
@@ -186,20 +222,21 @@ final class MQTTSession {
             if let code = callbacks.connack {
                 callbacks.connack = nil
                 guard code == 0 else {
-                    return .failed("the broker refused the connection: \(MosquittoClient.reasonText(code))", wasConnected: false)
+                    return .failed("the broker refused the connection: \(MosquittoClient.reasonText(code))", upSeconds: nil)
                 }
                 connected = true
+                connectedAt = MonotonicInstant.now()
                 do {
                     try announce(client)
                 } catch {
-                    return .failed(error.description, wasConnected: true)
+                    return .failed(error.description, upSeconds: up())
                 }
             }
             let answers = callbacks.acknowledged
             callbacks.acknowledged.removeAll(keepingCapacity: true)
             for answer in answers {
                 if let refusal = acknowledge(answer.mid, reason: answer.reason, phase: &phase) {
-                    return .failed(refusal, wasConnected: true)
+                    return .failed(refusal, upSeconds: up())
                 }
             }
             for sub in callbacks.subscribed where sub.granted >= 0x80 {
@@ -214,7 +251,7 @@ final class MQTTSession {
                 do {
                     try command(message, client: client)
                 } catch {
-                    return .failed(error.description, wasConnected: true)
+                    return .failed(error.description, upSeconds: up())
                 }
             }
 
@@ -226,13 +263,18 @@ final class MQTTSession {
                 continue
             }
             if rc != MOSQ_ERR_SUCCESS.rawValue {
+                if let reason = callbacks.disconnected, reason >= 0x80 {
+                    // The broker said why (an MQTT v5 DISCONNECT) before the socket closed.
+                    return .failed("the broker closed the connection" + disconnectReason(reason), upSeconds: up())
+                }
                 let error = MQTTError("connection to", subject, code: rc, errno: rc == MOSQ_ERR_ERRNO.rawValue ? errnoAfterLoop : nil,
                                       detail: callbacks.lastError)
-                return .failed(describe(error, connected: connected), wasConnected: connected)
+                return .failed(describe(error, connected: connected), upSeconds: up())
             }
             if callbacks.disconnected != nil {
-                return .failed("the broker closed the connection" + (callbacks.lastError.map { " (\($0))" } ?? "")
-                               + (connected ? "" : certificateHint()), wasConnected: connected)
+                return .failed("the broker closed the connection" + disconnectReason(callbacks.disconnected)
+                               + (callbacks.lastError.map { " (\($0))" } ?? "")
+                               + (connected ? "" : certificateHint()), upSeconds: up())
             }
 
             let now = MonotonicInstant.now()
@@ -241,11 +283,11 @@ final class MQTTSession {
                     hangups += 1
                     if hangups >= 3 {
                         return .failed("the connection closed before the broker accepted it" + socketError(socket)
-                                       + (callbacks.lastError.map { " (\($0))" } ?? "") + certificateHint(), wasConnected: false)
+                                       + (callbacks.lastError.map { " (\($0))" } ?? "") + certificateHint(), upSeconds: nil)
                     }
                 }
                 if now >= connectDeadline {
-                    return .failed("no answer (CONNACK) within \(connectTimeoutSeconds) s", wasConnected: false)
+                    return .failed("no answer (CONNACK) within \(connectTimeoutSeconds) s", upSeconds: nil)
                 }
                 continue
             }
@@ -254,7 +296,7 @@ final class MQTTSession {
                 try pump(client)
                 if case .running = phase { try publishState(client, force: flags.nudge) }
             } catch {
-                return .failed(error.description, wasConnected: true)
+                return .failed(error.description, upSeconds: up())
             }
 
             // A clean stop: send what is pending, then `offline`, then DISCONNECT, all by the deadline.
@@ -267,7 +309,7 @@ final class MQTTSession {
                     let drained = flags.writerDone && inflight.isEmpty && spoolExhausted
                     if drained || now >= until {
                         if !drained {
-                            logger.warning("mqtt: stopping with \(context.spool.depth.records) events not yet acknowledged; "
+                            logger.warning("mqtt: stopping with \(context.spool?.depth.records ?? 0) events not yet acknowledged; "
                                            + "they stay in the spool for the next start")
                         }
                         do {
@@ -333,6 +375,12 @@ final class MQTTSession {
         return "; " + problem + " (the broker refuses it)"
     }
 
+    /// " (Session taken over (reason 142))" for an MQTT v5 DISCONNECT reason from the broker, else "".
+    private func disconnectReason(_ code: Int32?) -> String {
+        guard let code, code >= 0x80, code <= 0xFF else { return "" }
+        return " (" + MosquittoClient.reasonText(code) + ")"
+    }
+
     private func socketError(_ socket: Int32) -> String {
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
@@ -350,10 +398,15 @@ final class MQTTSession {
                 _ = try publishOther(client, topic: m.topic, payload: Array(m.payload.utf8), retain: true)
             }
         }
-        if configuration.settings.commands { _ = try client.subscribe(topics.commandFilter, qos: 1) }
-        let pending = context.spool.depth.records
+        if configuration.settings.commands {
+            // Retain As Published: a command published with retain while we are subscribed keeps its flag
+            // and is refused like one waiting in the broker (which still comes at subscribe, to be refused
+            // with a result the back end sees).
+            _ = try client.subscribe(topics.commandFilter, qos: 1, options: MosquittoClient.retainAsPublished)
+        }
+        let pending = context.spool?.depth.records ?? 0
         let detail = "connected to \(subject) as \(configuration.clientID)"
-        setLink(connected: true, detail: detail, error: nil)
+        setLink(connected: true, detail: detail, error: nil, retryIn: nil)
         logger.notice("mqtt: \(detail) (topics under \(topics.prefix))"
                       + (failedAttempts > 0 ? " after \(failedAttempts) failed attempts" : "")
                       + (pending > 0 ? "; sending \(pending) spooled events" : ""))
@@ -364,26 +417,44 @@ final class MQTTSession {
 
     // MARK: - Events
 
-    /// Publishes durable records from the cursor while fewer than `window` are in flight.
+    /// Publishes durable records from the cursor while fewer than `window` are in flight. A record larger
+    /// than the broker's Maximum Packet Size can never be sent: it is refused here for good.
     private func pump(_ client: MosquittoClient) throws(MQTTError) {
+        guard let spool = context.spool else {
+            spoolExhausted = true
+            return
+        }
         while inflight.count < MQTTSession.window {
-            let records = context.spool.read(from: cursor, maxCount: MQTTSession.window - inflight.count)
+            let records = spool.read(from: cursor, maxCount: MQTTSession.window - inflight.count)
             if records.isEmpty {
                 spoolExhausted = true
                 return
             }
             for r in records {
-                let mid = try client.publish(topic: configuration.topics.event, payload: r.payload, qos: 1, retain: false)
-                inflight.append(InFlight(mid: mid, next: r.next, acked: false))
+                do {
+                    let mid = try client.publish(topic: configuration.topics.event, payload: r.payload, qos: 1, retain: false)
+                    inflight.append(InFlight(mid: mid, record: r.number, next: r.next, acked: false, refused: false))
+                } catch where error.isOversize {
+                    logger.error("mqtt: an event of \(r.payload.count) bytes (record \(r.number)) is larger than \(subject)'s maximum "
+                                 + "packet size: it cannot be sent and is dropped from the spool (counted as refused)",
+                                 rateLimitKey: "mqtt-event-oversize")
+                    inflight.append(InFlight(mid: -1, record: r.number, next: r.next, acked: true, refused: true))
+                }
                 cursor = r.next
             }
+            releaseAcknowledged()
         }
         spoolExhausted = false
     }
 
-    /// A PUBACK: the acknowledged prefix of what is in flight leaves the spool. An event the broker
-    /// refused (reason 0x80 or more: not authorised, quota exceeded) stays in the spool: the text returned
-    /// ends the connection, and after the backoff it is sent again from the spool's head.
+    /// A PUBACK: the acknowledged prefix of what is in flight leaves the spool.
+    ///
+    /// An event the broker refused (reason 0x80 or more) stays in the spool and the returned text ends
+    /// the connection; after the backoff it is sent again from the spool's head. A lasting refusal (not
+    /// authorised 0x87, topic name invalid 0x90, packet too large 0x95, payload format invalid 0x99,
+    /// unspecified 0x80, implementation specific 0x83) counts against the record: at the
+    /// `maxRefusals`th it is dropped instead (counted as refused, logged) and the connection goes on, so
+    /// the events behind it drain. Quota exceeded (0x97) and packet id in use (0x91) pass and never count.
     private func acknowledge(_ mid: Int32, reason: Int32, phase: inout StopPhase) -> String? {
         if let topic = otherMids.removeValue(forKey: mid) {
             if reason >= 0x80 {
@@ -395,33 +466,68 @@ final class MQTTSession {
             phase = .offline(mid: -1, until: until)
             return nil
         }
-        guard let i = inflight.firstIndex(where: { $0.mid == mid }) else { return nil }
+        guard let i = inflight.firstIndex(where: { $0.mid == mid && !$0.acked }) else { return nil }
         if reason >= 0x80 {
+            let record = inflight[i].record
+            let passing = reason == 0x97 || reason == 0x91
+            let count = passing ? 0 : (refusals[record] ?? 0) + 1
+            if !passing { refusals[record] = count }
+            if count >= MQTTSession.maxRefusals {
+                logger.error("mqtt: the broker refused an event on \(configuration.topics.event) (record \(record)) "
+                             + "\(count) times: \(MosquittoClient.reasonText(reason)); it is dropped from the spool "
+                             + "(counted as refused) so the events behind it can go; check the broker's ACL",
+                             rateLimitKey: "mqtt-event-dropped")
+                inflight[i].acked = true
+                inflight[i].refused = true
+                refusals.removeValue(forKey: record)
+                releaseAcknowledged()
+                return nil
+            }
             let text = "the broker refused an event on \(configuration.topics.event): \(MosquittoClient.reasonText(reason)); "
-                + "it stays in the spool (\(context.spool.depth.records) events) and is sent again after the backoff; check the broker's ACL"
+                + "it stays in the spool (\(context.spool?.depth.records ?? 0) events) and is sent again after the backoff"
+                + (passing ? "" : " (refusal \(count) of \(MQTTSession.maxRefusals))") + "; check the broker's ACL"
             logger.error("mqtt: " + text, rateLimitKey: "mqtt-event-refused")
             return text
         }
         inflight[i].acked = true
+        releaseAcknowledged()
+        return nil
+    }
+
+    /// The acknowledged (or refused) prefix of what is in flight leaves the spool.
+    private func releaseAcknowledged() {
         var count = 0
+        var refused = 0
         var last: SpoolPosition?
         while let first = inflight.first, first.acked {
             last = first.next
+            if first.refused { refused += 1 }
             inflight.removeFirst()
             count += 1
         }
-        guard let last else { return nil }
-        context.spool.acknowledge(upTo: last)
-        context.state.withLock { $0.acknowledged += UInt64(count) }
-        context.dependencies.onAcknowledged?(count)
-        return nil
+        guard let last else { return }
+        context.spool?.acknowledge(upTo: last, refused: UInt64(refused))
+        let delivered = count - refused
+        if refusals.count > 1024, let head = context.spool?.head.record { refusals = refusals.filter { $0.key >= head } }
+        guard delivered > 0 else { return }
+        context.state.withLock { $0.acknowledged += UInt64(delivered) }
+        context.dependencies.onAcknowledged?(delivered)
     }
 
     /// Message ids of QoS 1 publishes other than events (status, state, results, discovery), with their topic.
     var otherMids: [Int32: String] = [:]
 
-    private func publishOther(_ client: MosquittoClient, topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32 {
-        let mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: retain)
+    /// Publishes a message that is not an event; one too large for the broker (its Maximum Packet Size)
+    /// is skipped with a log line (nil), the connection goes on.
+    private func publishOther(_ client: MosquittoClient, topic: String, payload: [UInt8], retain: Bool) throws(MQTTError) -> Int32? {
+        let mid: Int32
+        do {
+            mid = try client.publish(topic: topic, payload: payload, qos: 1, retain: retain)
+        } catch where error.isOversize {
+            logger.error("mqtt: the message on \(topic) (\(payload.count) bytes) is larger than \(subject)'s maximum packet size; "
+                         + "skipped", rateLimitKey: "mqtt-oversize-\(topic)")
+            return nil
+        }
         if otherMids.count > 1024 { otherMids.removeAll() }
         otherMids[mid] = topic
         return mid
@@ -438,6 +544,7 @@ final class MQTTSession {
         guard force || now >= nextState || key != lastStateKey else { return }
         let payload = FleetJSON.state(state, kiosk: configuration.clientID, link: context.linkStatus(),
                                       wallTimeNanoseconds: WallClock.nowNanoseconds())
+        // Skipped when too large for the broker; the next change or interval tries again.
         _ = try publishOther(client, topic: configuration.topics.state, payload: Array(payload.utf8), retain: true)
         lastStateKey = key
         nextState = now.adding(milliseconds: Double(configuration.settings.stateIntervalSeconds) * 1000)
@@ -447,7 +554,12 @@ final class MQTTSession {
 
     private func command(_ message: MosquittoCallbacks.Message, client: MosquittoClient) throws(MQTTError) {
         guard let name = configuration.topics.commandName(ofTopic: message.topic) else { return }
-        let wall = WallClock.nowNanoseconds()
+        if message.retained && message.payload.isEmpty && !message.truncated {
+            // Clearing a retained command (an empty retained message): nothing to act on or answer.
+            logger.info("mqtt: the retained message on \(Logger.escape(message.topic)) was cleared")
+            return
+        }
+        let wall = context.clock.wall()
         let nowSeconds = wall / 1_000_000_000
         var result: MQTTCommandResult
         if message.retained {
@@ -460,14 +572,21 @@ final class MQTTSession {
             case .failure(let refusal):
                 result = MQTTCommandResult(id: refusal.id, command: name, outcome: .refused(refusal.reason))
             case .success(let c):
-                switch replayGuard.admit(c.id, expires: c.expires, now: nowSeconds, monotonic: .now()) {
-                case .repeated:
+                // The id is on disk before the command is acted on, so a restart does not forget it.
+                let admitted: Result<(CommandReplayGuard.Admission, CommandIDStore), SpoolError> = context.commandIDs().flatMap { store in
+                    store.admit(c.id, expires: c.expires).map { ($0, store) }
+                }
+                switch admitted {
+                case .failure(let error):
+                    result = MQTTCommandResult(id: c.id, command: name, outcome: .refused(
+                        "the id cannot be recorded as acted on (\(error)); not acted on, send it again later"))
+                case .success((.repeated, _)):
                     result = MQTTCommandResult(id: c.id, command: name, outcome: .refused(
                         "the id \(JSONText.string(c.id)) was already acted on; a command is acted on once (send a new id)"))
-                case .full:
+                case .success((.full, let store)):
                     result = MQTTCommandResult(id: c.id, command: name, outcome: .refused(
-                        "too many commands within their expiry (\(replayGuard.capacity)); try again later"))
-                case .new:
+                        "too many commands within their expiry (\(store.capacity)); try again later"))
+                case .success((.new, _)):
                     result = MQTTCommandResult(id: c.id, command: name, outcome: act(c))
                 }
             }

@@ -20,6 +20,7 @@ extension MQTTSettings {
         for (option, path) in [("mqtt-tls-cert", tlsCert), ("mqtt-tls-ca", tlsCA == "system" ? "" : tlsCA)] where !path.isEmpty {
             try SecretFile.checkReadable(path, option: option)
         }
+        if !tlsCA.isEmpty && tlsCA != "system" { try SecretFile.checkTrusted(tlsCA, option: "mqtt-tls-ca") }
         return MQTTConfiguration(settings: self, clientID: id, topics: MQTTTopics(prefix: prefix), password: password)
     }
 
@@ -64,19 +65,32 @@ public struct MQTTConfiguration: Sendable, CustomStringConvertible, CustomDebugS
 }
 
 /// Files that hold secrets: the password file and the TLS key. Refused unless only the service user
-/// can read them (no group or other permission bits, owned by the user the daemon runs as).
+/// can read them (no group or other permission bits, owned by the user the daemon runs as). And the CA
+/// file, which is no secret but must not be changeable by others (`checkTrusted`).
 public enum SecretFile {
     public static let maxPasswordBytes = 1024
 
-    /// Checks `path` like `checkPrivate` and reads it: the first line, without its line end.
+    /// Opens `path` without following a symbolic link, checks the opened descriptor like `checkPrivate`
+    /// (so the file checked is the file read: nothing can be swapped in between) and reads it: the first
+    /// line, without its line end.
     public static func readPassword(_ path: String, option: String) throws(UsageError) -> String {
-        try checkPrivate(path, option: option)
         let fd: FileDescriptor
-        switch FileDescriptor.open(path, O_RDONLY) {
+        switch FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) {
         case .success(let d): fd = d
+        case .failure(let e) where e.rawValue == ELOOP:
+            throw UsageError("\(option) \(path): a symbolic link; give the file itself (a link could be pointed elsewhere)")
         case .failure(let e): throw UsageError("\(option) \(path): cannot open: \(e)")
         }
         defer { _ = fd.close() }
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0 else { throw UsageError("\(option) \(path): fstat: \(Errno.current)") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw UsageError("\(option) \(path): not a regular file") }
+        try checkPrivate(info, path, option: option)
+        // Back to blocking reads (O_NONBLOCK only kept the open of a FIFO from waiting).
+        let flags = fcntl(fd.rawValue, F_GETFL)
+        guard flags >= 0, fcntl(fd.rawValue, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+            throw UsageError("\(option) \(path): fcntl: \(Errno.current)")
+        }
         var buffer = [UInt8](repeating: 0, count: maxPasswordBytes + 2)
         var count = 0
         while count < buffer.count {
@@ -108,7 +122,10 @@ public enum SecretFile {
 
     /// A regular file, owned by the effective user, with no group or other permission bits.
     public static func checkPrivate(_ path: String, option: String) throws(UsageError) {
-        let info = try status(path, option: option)
+        try checkPrivate(try status(path, option: option), path, option: option)
+    }
+
+    static func checkPrivate(_ info: stat, _ path: String, option: String) throws(UsageError) {
         let mode = info.st_mode & 0o7777
         if mode & 0o077 != 0 {
             throw UsageError("\(option) \(path): permissions \(octal(mode)) let others read it; allowed: only its owner "
@@ -125,6 +142,36 @@ public enum SecretFile {
         _ = try status(path, option: option)
         guard access(path, R_OK) == 0 else {
             throw UsageError("\(option) \(path): cannot read: \(Errno.current)")
+        }
+    }
+
+    /// A file the broker's identity rests on (the CA): whoever can change it can stand in for the broker.
+    /// Refused when the file is writable by group or others or owned by someone other than root or the
+    /// user scangate runs as, or when its directory lets group or others replace it (writable without
+    /// the sticky bit).
+    public static func checkTrusted(_ path: String, option: String) throws(UsageError) {
+        let info = try status(path, option: option)
+        let mode = info.st_mode & 0o7777
+        if mode & 0o022 != 0 {
+            throw UsageError("\(option) \(path): permissions \(octal(mode)) let others change it (they could then stand in for the broker); "
+                             + "chmod go-w \(path)")
+        }
+        if info.st_uid != 0 && info.st_uid != geteuid() {
+            throw UsageError("\(option) \(path): owned by uid \(info.st_uid), who can change it (and stand in for the broker); "
+                             + "chown root \(path)")
+        }
+        var directory = String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
+        if directory.isEmpty { directory = path.hasPrefix("/") ? "/" : "." }
+        var dir = stat()
+        guard stat(directory, &dir) == 0 else { throw UsageError("\(option) \(path): its directory \(directory): \(Errno.current)") }
+        let dirMode = dir.st_mode & 0o7777
+        if dirMode & 0o022 != 0 && dirMode & 0o1000 == 0 {
+            throw UsageError("\(option) \(path): its directory \(directory) (permissions \(octal(dirMode))) lets others replace the file "
+                             + "(and stand in for the broker); chmod go-w \(directory)")
+        }
+        if dir.st_uid != 0 && dir.st_uid != geteuid() {
+            throw UsageError("\(option) \(path): its directory \(directory) is owned by uid \(dir.st_uid), who can replace the file; "
+                             + "chown root \(directory)")
         }
     }
 

@@ -36,6 +36,25 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     public var isTLS: Bool { code == MOSQ_ERR_TLS.rawValue || code == MOSQ_ERR_TLS_HANDSHAKE.rawValue }
+
+    /// The packet would be larger than the broker's Maximum Packet Size (from its CONNACK).
+    public var isOversize: Bool { code == MOSQ_ERR_OVERSIZE_PACKET.rawValue }
+}
+
+/// An MQTT v5 property list (`mosquitto_property *`), owned: freed with mosquitto_property_free_all when it goes.
+final class MosquittoProperties {
+    private(set) var list: OpaquePointer?
+
+    init() {}
+
+    deinit { mosquitto_property_free_all(&list) }
+
+    func addInt32(_ identifier: Int32, _ value: UInt32, name: String, subject: String) throws(MQTTError) {
+        let rc = mosquitto_property_add_int32(&list, identifier, value)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            throw MQTTError("mosquitto_property_add_int32(\(name), \(value))", subject, code: rc)
+        }
+    }
 }
 
 /// Owns libmosquitto's process-wide set-up (mosquitto_lib_init: OpenSSL and the socket layer) and
@@ -192,8 +211,29 @@ final class MosquittoClient {
 
     /// Starts a non-blocking connection (the TCP connect and TLS handshake finish in `loop()`). The host
     /// name is resolved here, on the calling thread (getaddrinfo blocks).
-    func connectAsync(host: String, port: Int, keepalive: Int) throws(MQTTError) {
+    ///
+    /// CONNECT carries the MQTT v5 Maximum Packet Size `maximumPacketSize` (MQTT 5.0, 3.1.2.11.4): the
+    /// broker must not send this client a larger packet (MQTT-3.1.2-24) and drops a PUBLISH that would be
+    /// larger, as if it had been sent (MQTT-3.1.2-25; mosquitto logs "Dropping too large outgoing
+    /// PUBLISH"). It bounds only what comes in: what this client publishes is bounded by the broker's own
+    /// Maximum Packet Size from CONNACK (a publish over it fails with MOSQ_ERR_OVERSIZE_PACKET).
+    /// Without it libmosquitto would read a 200 MB command whole before our callback could refuse it.
+    func connectAsync(host: String, port: Int, keepalive: Int, maximumPacketSize: UInt32) throws(MQTTError) {
         callbacks.lastError = nil
+        let properties = MosquittoProperties()
+        try properties.addInt32(MosquittoClient.propertyMaximumPacketSize, maximumPacketSize,
+                                name: "MAXIMUM_PACKET_SIZE", subject: subject)
+        // libmosquitto 2.0 has no asynchronous connect that takes CONNECT properties: only the blocking
+        // mosquitto_connect_bind_v5 does. It checks them and copies them into the handle (the properties
+        // every later connect of the handle sends) before it checks its other arguments: given no host it
+        // stops right there with MOSQ_ERR_INVAL, having connected nothing, and mosquitto_connect_async
+        // then sends them (lib/connect.c, mosquitto__reconnect). Any other code means they were refused.
+        let stored = mosquitto_connect_bind_v5(handle, nil, Int32(port), Int32(keepalive), nil, properties.list)
+        guard stored == MOSQ_ERR_INVAL.rawValue else {
+            throw MQTTError("mosquitto_connect_bind_v5 (CONNECT properties, no host)", subject,
+                            code: stored == MOSQ_ERR_SUCCESS.rawValue ? MOSQ_ERR_UNKNOWN.rawValue : stored,
+                            errno: stored == MOSQ_ERR_ERRNO.rawValue ? .current : nil)
+        }
         try check(mosquitto_connect_async(handle, host, Int32(port), Int32(keepalive)), "connect to")
     }
 
@@ -207,11 +247,20 @@ final class MosquittoClient {
         return mid
     }
 
-    func subscribe(_ filter: String, qos: Int32) throws(MQTTError) -> Int32 {
+    /// SUBSCRIBE with MQTT v5 subscription options (`MQTT_SUB_OPT_*`, 3.8.3.1).
+    func subscribe(_ filter: String, qos: Int32, options: Int32 = 0) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
-        try check(mosquitto_subscribe(handle, &mid, filter, qos), "subscribe to", "\(filter) on \(subject)")
+        try check(mosquitto_subscribe_v5(handle, &mid, filter, qos, options, nil), "subscribe to", "\(filter) on \(subject)")
         return mid
     }
+
+    /// Retain As Published (MQTT v5, 3.8.3.1): the broker keeps the RETAIN flag of a message forwarded to
+    /// an existing subscription (otherwise it clears it, and a command published with retain while the
+    /// kiosk is connected would look live).
+    static let retainAsPublished = Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue)
+
+    /// The Maximum Packet Size property's identifier, 39 (MQTT 5.0 2.2.2.2).
+    static let propertyMaximumPacketSize = Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue)
 
     func disconnect() throws(MQTTError) {
         try check(mosquitto_disconnect(handle), "disconnect from")

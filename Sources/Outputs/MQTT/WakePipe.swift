@@ -13,27 +13,37 @@ final class WakePipe: Sendable {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw SystemError("pipe", "MQTT session wake-up", .current) }
         for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            let flags = fcntl(fd, F_GETFL)
+            guard fcntl(fd, F_SETFD, FD_CLOEXEC) == 0, flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
+                let e = Errno.current
+                for f in fds { _ = FileDescriptor(rawValue: f).close() }
+                throw SystemError("fcntl", "MQTT session wake-up pipe", e)
+            }
         }
         readFD = fds[0]
         writeFD = fds[1]
     }
 
     deinit {
-        close(readFD)
-        close(writeFD)
+        _ = FileDescriptor(rawValue: readFD).close()
+        _ = FileDescriptor(rawValue: writeFD).close()
     }
 
-    /// Never blocks: when the pipe is full, a wake-up is already pending.
-    func signal() {
+    /// Never blocks: when the pipe is full (EAGAIN), a wake-up is already pending. Returns false only when
+    /// the write failed otherwise (it cannot for a pipe whose both ends this object holds).
+    @discardableResult
+    func signal() -> Bool {
         var byte: UInt8 = 1
-        _ = write(writeFD, &byte, 1)
+        switch retryOnInterrupt({ write(writeFD, &byte, 1) }) {
+        case .success: return true
+        case .failure(let e): return e == .wouldBlock
+        }
     }
 
+    /// Reads every pending wake-up; stops at EAGAIN (empty).
     func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
-        while read(readFD, &buffer, buffer.count) > 0 {}
+        while case .success(let n) = retryOnInterrupt({ read(readFD, &buffer, buffer.count) }), n > 0 {}
     }
 
     /// Waits up to `milliseconds` for a wake-up (or forever when negative); true if woken.

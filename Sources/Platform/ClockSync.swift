@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CShim
-import Platform
 
 /// Whether the wall clock can be trusted to judge exp and nbf.
 public struct ClockSyncStatus: Equatable, Sendable {
