@@ -119,6 +119,24 @@ final class CredentialEncodingTests: XCTestCase {
         XCTAssertEqual(COSESign1.json(.float(.nan)), "null")
         XCTAssertEqual(COSESign1.json(.float(1.5)), "1.5")
     }
+
+    func testFuzzFindClaimKeysThatShareAJSONNameStayDistinct() throws {
+        // cose fuzz find (Tests/Fuzz/corpus/cose/colliding-keys): two integer keys beyond Int64 were both
+        // written as "?", so the claims JSON repeated a member name and did not parse. The label 1 and the
+        // text "iss" shared a name the same way.
+        // {1: "a", "iss": "b", 2^64-1: 1, 2^64-2: 2, -2^64: 3, "18446744073709551615": 4}
+        let input = hexBytes("a60161616369737361621bffffffffffffffff011bfffffffffffffffe023bffffffffffffffff0374"
+                             + Array("18446744073709551615".utf8).map { String(format: "%02x", $0) }.joined() + "04")
+        let claims = try TokenParser.claims(input, format: .cwt).get()
+        let parsed = try JSONValue.parse(claims.json)
+        XCTAssertEqual(parsed["iss"]?.stringValue, "a")
+        XCTAssertEqual(parsed["iss~2"]?.stringValue, "b")
+        XCTAssertEqual(parsed["18446744073709551615"]?.numberValue?.double, 1)
+        XCTAssertEqual(parsed["18446744073709551614"]?.numberValue?.double, 2)
+        XCTAssertEqual(parsed["-18446744073709551616"]?.numberValue?.double, 3)
+        XCTAssertEqual(parsed["18446744073709551615~2"]?.numberValue?.double, 4)
+        XCTAssertEqual(claims.issuer, "a")
+    }
 }
 
 extension CBORValue {

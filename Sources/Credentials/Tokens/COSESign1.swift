@@ -195,12 +195,34 @@ public enum COSESign1 {
     }
 
     /// The claims as JSON: registered labels by name, byte strings in hex.
+    ///
+    /// CBOR keys that are distinct can still share a JSON name (the label 1 and the text "iss", the
+    /// integer 5000 and the text "5000"), and a JSON object must not repeat a name, so a later
+    /// key whose name is taken gets "~2", "~3"... appended until it is unique.
     static func json(_ map: CBORMap) -> String {
-        JSONText.object(map.entries.map { entry in
-            let key: String
-            if let n = entry.key.int64 { key = Claim.names[n] ?? String(n) } else { key = entry.key.textValue ?? "?" }
+        var used = Set<String>()
+        return JSONText.object(map.entries.map { entry in
+            let base = jsonName(entry.key)
+            var key = base
+            var n = 2
+            while used.contains(key) {
+                key = base + "~" + String(n)
+                n += 1
+            }
+            used.insert(key)
             return (key, json(entry.value))
         })
+    }
+
+    /// A map key's JSON name: a registered label by name, any other integer in decimal (also beyond
+    /// Int64), text as it is. The decoder admits no other key type; "?" stands for one all the same.
+    static func jsonName(_ key: CBORValue) -> String {
+        if let n = key.int64 { return Claim.names[n] ?? String(n) }
+        if let t = key.textValue { return t }
+        switch key {
+        case .unsigned, .negative: return json(key)
+        default: return "?"
+        }
     }
 
     static func json(_ value: CBORValue) -> String {
