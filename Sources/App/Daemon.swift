@@ -289,7 +289,7 @@ final class DaemonServices: Sendable {
         state.withLock { s in s.apply(settings, logger: logger, telemetry: telemetry) }
     }
 
-    /// The stop deadline ran out: the metrics file says scangate_up 0 (never waits; see writeDown).
+    /// The stop deadline ran out: the metrics file says scangate_up 0 (waits at most 200 ms; see writeDown).
     func lastWord() {
         let metrics = state.withLockIfAvailable { $0.metrics } ?? nil
         metrics?.writeDown()

@@ -202,28 +202,47 @@ public final class MetricsTextfile: Sendable {
             self.logger = logger
         }
 
+        /// Set once by the stop deadline: from then on every file says scangate_up 0.
+        private let down = Atomic<Bool>(false)
+
         func write(_ snapshot: MetricsSnapshot) throws(SystemError) {
             try writing.withLock { last throws(SystemError) in
+                var snapshot = snapshot
+                if down.load(ordering: .sequentiallyConsistent) { snapshot.up = false }
                 try writeUnlocked(snapshot)
                 last = snapshot
+                // The deadline came while this file was being written, saw the lock taken and left the
+                // last word to this thread: the file just renamed into place must not say up.
+                if snapshot.up && down.load(ordering: .sequentiallyConsistent) {
+                    snapshot.up = false
+                    try writeUnlocked(snapshot)
+                    last = snapshot
+                }
             }
         }
 
-        /// The last snapshot written, again with scangate_up 0, unless a write is under way (it may be the
-        /// one that is stuck): never waits. It reuses the last snapshot rather than asking the daemon's
-        /// components, one of which may be what is stuck. False when nothing was written.
-        func writeLastDown() throws(SystemError) -> Bool {
-            let result: Result<Bool, SystemError>? = writing.withLockIfAvailable { last in
-                guard var down = last else { return .success(false) }
-                down.up = false
-                do throws(SystemError) { try writeUnlocked(down) } catch { return .failure(error) }
-                last = down
-                return .success(true)
-            }
-            switch result {
-            case .none: return false
-            case .some(.success(let wrote)): return wrote
-            case .some(.failure(let e)): throw e
+        /// The last snapshot written, again with scangate_up 0. It reuses the last snapshot rather than
+        /// asking the daemon's components, one of which may be what is stuck. It waits at most
+        /// `patienceMilliseconds` for a write under way (that write may be the stuck one); any write
+        /// that ends after this call says up 0 itself. False when this call wrote nothing.
+        func writeLastDown(patienceMilliseconds: Double = 200) throws(SystemError) -> Bool {
+            down.store(true, ordering: .sequentiallyConsistent)
+            let giveUp = MonotonicInstant.now().adding(milliseconds: patienceMilliseconds)
+            while true {
+                let result: Result<Bool, SystemError>? = writing.withLockIfAvailable { last in
+                    guard var snapshot = last else { return .success(false) }
+                    snapshot.up = false
+                    do throws(SystemError) { try writeUnlocked(snapshot) } catch { return .failure(error) }
+                    last = snapshot
+                    return .success(true)
+                }
+                switch result {
+                case .some(.success(let wrote)): return wrote
+                case .some(.failure(let e)): throw e
+                case .none:
+                    guard MonotonicInstant.now() < giveUp else { return false }
+                    sleepThread(milliseconds: 2)
+                }
             }
         }
 
@@ -295,7 +314,8 @@ public final class MetricsTextfile: Sendable {
     public func write(_ snapshot: MetricsSnapshot) throws(SystemError) { try writer.write(snapshot) }
 
     /// The stop deadline's path (the process ends next, threads may be stuck): one last file saying
-    /// scangate_up 0, from the caller's thread, never waiting (false when a write was under way).
+    /// scangate_up 0, from the caller's thread. It waits at most 200 ms for a write under way, and
+    /// every write from now on says up 0 too (false when this call wrote nothing).
     @discardableResult
     public func writeDown() -> Bool {
         do {

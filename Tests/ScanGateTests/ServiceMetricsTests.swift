@@ -64,6 +64,54 @@ final class ServiceMetricsTests: XCTestCase {
         }
     }
 
+    /// The stop deadline's last word holds against a write under way (here one blocked in open(2) on a
+    /// FIFO put where the temporary file goes, holding the write lock): that write does not leave a
+    /// file saying up behind, and no write after the last word says up. (Found by the TSan run: the
+    /// periodic write overwrote the deadline's file with scangate_up 1.)
+    func testTheStopDeadlinesLastWordHoldsAgainstAWriteUnderWay() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let path = dir + "/scangate.prom"
+        let file = try MetricsTextfile(path: path, intervalSeconds: 3600, provider: { Self.snapshot() }, logger: RecordingLog().logger)
+        defer { file.close() }
+        XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("scangate_up 1\n"))
+        XCTAssertEqual(mkfifo(path + ".tmp", 0o600), 0)
+        let finished = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            try? file.write(Self.snapshot())
+            finished.signal()
+        }
+        writer.start()
+        XCTAssertTrue(waitUntil(timeout: 10) { Self.aThreadWaitsForAFIFOPartner() }, "the write is blocked in open(2)")
+        XCTAssertFalse(file.writeDown(), "a write is under way: the last word is left to it")
+        let reader = open(path + ".tmp", O_RDONLY | O_NONBLOCK)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        XCTAssertEqual(finished.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("scangate_up 0\n"), "the write under way left up 1")
+        try file.write(Self.snapshot())
+        XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("scangate_up 0\n"), "a write after the last word says up")
+    }
+
+    /// The write lock is free: the last word is written at once, from the last snapshot.
+    func testTheStopDeadlinesLastWordIsWrittenAtOnceWhenNoWriteIsUnderWay() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let path = dir + "/scangate.prom"
+        let file = try MetricsTextfile(path: path, intervalSeconds: 3600, provider: { Self.snapshot() }, logger: RecordingLog().logger)
+        defer { file.close() }
+        XCTAssertTrue(file.writeDown())
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertTrue(text.contains("scangate_up 0\n"))
+        XCTAssertTrue(text.contains("scangate_frames_captured_total 1000\n"), "the last snapshot's counters")
+    }
+
+    static func aThreadWaitsForAFIFOPartner() -> Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.contains {
+            let wchan = try? String(contentsOfFile: "/proc/self/task/\($0)/wchan", encoding: .utf8)
+            return wchan?.trimmingCharacters(in: .whitespacesAndNewlines) == "wait_for_partner"
+        }
+    }
+
     func testNodeExporterServesTheMetricsAndTheyParse() throws {
         let exporter = "/usr/bin/prometheus-node-exporter"
         guard FileManager.default.isExecutableFile(atPath: exporter) else {
