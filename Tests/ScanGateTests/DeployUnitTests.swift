@@ -157,11 +157,23 @@ final class DeployUnitTests: XCTestCase {
         XCTAssertEqual(events, 8, "the daemon ended before 8 events")
         kill(pid, SIGTERM)
         XCTAssertEqual(done.wait(timeout: .now() + 20), .success, "did not stop within 20 s of SIGTERM")
-        print("scangate run, every device: peak RSS \(peakKiB / 1024) MiB (MemoryMax \(memory >> 20) MiB), \(threads) threads (TasksMax \(tasks))")
+        print("scangate run, every device: peak RSS \(peakKiB / 1024) MiB (MemoryMax \(memory >> 20) MiB\(Self.sanitizerBuild ? ", sanitizer build" : "")), "
+              + "\(threads) threads (TasksMax \(tasks))")
         XCTAssertGreaterThan(peakKiB, 0)
-        XCTAssertLessThanOrEqual(4 * peakKiB * 1024, memory, "peak RSS \(peakKiB) KiB is more than a quarter of MemoryMax=")
+        // A sanitizer build's shadow memory and quarantine are not the daemon's need: there the whole
+        // ceiling must hold; the quarter is checked on the plain build (make test-unit and make test).
+        let sanitized = Self.sanitizerBuild
+        XCTAssertLessThanOrEqual((sanitized ? 1 : 4) * peakKiB * 1024, memory,
+                                 "peak RSS \(peakKiB) KiB is more than \(sanitized ? "MemoryMax= (sanitizer build)" : "a quarter of MemoryMax=")")
         XCTAssertGreaterThan(threads, 0)
         XCTAssertLessThanOrEqual(3 * threads, tasks, "\(threads) threads is more than a third of TasksMax=")
+    }
+
+    /// The tests and the binary they run come from one build; the sanitizer runtimes export their init.
+    static var sanitizerBuild: Bool {
+        guard let handle = dlopen(nil, RTLD_NOW) else { return false }
+        defer { dlclose(handle) }
+        return dlsym(handle, "__asan_init") != nil || dlsym(handle, "__tsan_init") != nil
     }
 
     func testServiceIsANotifyServiceWithAWatchdog() throws {
