@@ -38,25 +38,16 @@ final class FleetBrokerLimitsTests: XCTestCase {
     /// client (its Maximum Packet Size is 16 KiB), so neither is read into memory, answered or acted on;
     /// the connection stays up and a normal command and events still go through.
     func testAnOversizedCommandNeverReachesTheKioskAndTheSessionStaysUp() throws {
-        let broker = try MQTTTestBroker()
-        try broker.start()
-        let prefix = "scangate/kiosk-1"
-        let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result", prefix + "/event"])
-        sub.waitSubscribed(port: broker.port)
+        let rig = try FleetCommandRig(topics: ["/event"])
+        let (broker, sub, prefix, results) = (rig.broker, rig.sub, rig.prefix, rig.results)
         XCTAssertEqual(try publishFile(port: broker.port, topic: prefix + "/cmd/reload", bytes: 300 << 10, retain: true), 0)
-        var settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
-        settings.commands = true
         let handler = RecordingCommandHandler()
         let log = RecordingLog()
-        let output = try FleetTestEvents.output(settings, library: library, log: log, commands: handler)
+        let output = try FleetTestEvents.output(rig.settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        func results(_ name: String) -> [[String: Any]] { sub.messages(on: prefix + "/cmd/\(name)/result").compactMap(\.json) }
         let expires = Int64(Date().timeIntervalSince1970) + 60
         // Once a normal command is answered, the subscription (and with it the retained one) is done.
-        XCTAssertTrue(waitUntil(timeout: 15) {
-            mosquittoPub(port: broker.port, topic: prefix + "/cmd/beep", message: #"{"id":"probe-\#(UUID().uuidString.prefix(8))","expires":\#(expires)}"#)
-            return sub.wait(timeout: 0.5) { _ in !results("beep").isEmpty }
-        }, log.all.joined(separator: "\n"))
+        XCTAssertTrue(rig.waitForCommandSubscription(expires: expires), log.all.joined(separator: "\n"))
         XCTAssertEqual(try publishFile(port: broker.port, topic: prefix + "/cmd/pause", bytes: 300 << 10), 0)
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: #"{"id":"after","expires":\#(expires)}"#)
         XCTAssertTrue(sub.wait(timeout: 15) { _ in !results("pause").isEmpty }, "\(sub.messages.map(\.topic))")
@@ -78,23 +69,14 @@ final class FleetBrokerLimitsTests: XCTestCase {
     /// retain flag (Retain As Published), so it is refused like one that was waiting in the broker, and not
     /// acted on. Clearing it (an empty retained message) is not answered.
     func testARetainedCommandPublishedLiveIsRefused() throws {
-        let broker = try MQTTTestBroker()
-        try broker.start()
-        let prefix = "scangate/kiosk-1"
-        let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result"])
-        sub.waitSubscribed(port: broker.port)
-        var settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
-        settings.commands = true
+        let rig = try FleetCommandRig()
+        let (broker, sub, prefix, results) = (rig.broker, rig.sub, rig.prefix, rig.results)
         let handler = RecordingCommandHandler()
         let log = RecordingLog()
-        let output = try FleetTestEvents.output(settings, library: library, log: log, commands: handler)
+        let output = try FleetTestEvents.output(rig.settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        func results(_ name: String) -> [[String: Any]] { sub.messages(on: prefix + "/cmd/\(name)/result").compactMap(\.json) }
         let expires = Int64(Date().timeIntervalSince1970) + 60
-        XCTAssertTrue(waitUntil(timeout: 15) {
-            mosquittoPub(port: broker.port, topic: prefix + "/cmd/beep", message: #"{"id":"probe-\#(UUID().uuidString.prefix(8))","expires":\#(expires)}"#)
-            return sub.wait(timeout: 0.5) { _ in !results("beep").isEmpty }
-        }, "subscribed")
+        XCTAssertTrue(rig.waitForCommandSubscription(expires: expires), "subscribed")
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: #"{"id":"live-retained","expires":\#(expires)}"#, retain: true)
         XCTAssertTrue(sub.wait(timeout: 10) { _ in !results("pause").isEmpty })
         XCTAssertEqual(results("pause").first?["result"] as? String, "refused")

@@ -126,15 +126,10 @@ final class FleetCommandIDTests: XCTestCase {
     /// restart, or a reload that rebuilds the output), even though it has not expired.
     func testARepeatedIdIsRefusedAfterTheOutputIsRebuilt() throws {
         let library = try MosquittoLibrary()
-        let broker = try MQTTTestBroker()
-        try broker.start()
-        let prefix = "scangate/kiosk-1"
-        let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result"])
-        sub.waitSubscribed(port: broker.port)
-        var settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
-        settings.commands = true
+        let rig = try FleetCommandRig()
+        let (broker, sub, prefix, settings) = (rig.broker, rig.sub, rig.prefix, rig.settings)
         let handler = RecordingCommandHandler()
-        func results() -> [[String: Any]] { sub.messages(on: prefix + "/cmd/pause/result").compactMap(\.json) }
+        func results() -> [[String: Any]] { rig.results("pause") }
         let expires = Int64(Date().timeIntervalSince1970) + 300
         let command = #"{"id":"once","expires":\#(expires)}"#
         var output = try FleetTestEvents.output(settings, library: library, log: RecordingLog(), commands: handler)

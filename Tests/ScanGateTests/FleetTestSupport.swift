@@ -342,6 +342,37 @@ final class RecordingCommandHandler: MQTTCommandHandler {
     }
 }
 
+/// What the command tests through the broker start with: Debian's mosquitto, a subscriber on the
+/// command results (and `topics`, under the prefix), and MQTT settings with commands on.
+final class FleetCommandRig {
+    static let prefix = "scangate/kiosk-1"
+    let prefix = FleetCommandRig.prefix
+    let broker: MQTTTestBroker
+    let sub: MQTTTestSubscriber
+    var settings: MQTTSettings
+
+    init(topics: [String] = []) throws {
+        broker = try MQTTTestBroker()
+        try broker.start()
+        sub = try MQTTTestSubscriber(port: broker.port, topics: [Self.prefix + "/cmd/+/result"] + topics.map { Self.prefix + $0 })
+        sub.waitSubscribed(port: broker.port)
+        settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        settings.commands = true
+    }
+
+    /// The results published for command `name` so far, parsed.
+    func results(_ name: String) -> [[String: Any]] { sub.messages(on: prefix + "/cmd/\(name)/result").compactMap(\.json) }
+
+    /// Sends `beep` probes until one is answered, so the output's command subscription is in place.
+    func waitForCommandSubscription(expires: Int64) -> Bool {
+        waitUntil(timeout: 15) {
+            mosquittoPub(port: broker.port, topic: prefix + "/cmd/beep",
+                         message: #"{"id":"probe-\#(UUID().uuidString.prefix(8))","expires":\#(expires)}"#)
+            return sub.wait(timeout: 0.5) { _ in !results("beep").isEmpty }
+        }
+    }
+}
+
 enum FleetTestEvents {
     static func event(seq: UInt64, payload: [UInt8], symbology: Symbology = .qr) -> ReadEvent {
         let now = MonotonicInstant.now()
