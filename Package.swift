@@ -109,7 +109,8 @@ let package = Package(
         .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate doctor`: every configured device probed as `run` would use it.
         .target(name: "Doctor", dependencies: ["Core", "Platform", "Settings", "Config", "Components", "Catalog", "Camera",
-                                               "Simulator", "Replay", "Decoding", "Policies", "GPIO", "Sound", "SerialLine"],
+                                               "Simulator", "Replay", "Decoding", "Policies", "GPIO", "Sound", "SerialLine",
+                                               "Credentials"],
                 swiftSettings: swiftSettings),
         // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
         // scoring, `bench` and `soak`.

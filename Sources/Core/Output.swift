@@ -114,6 +114,16 @@ public protocol ReadPolicy: Sendable {
     /// `.rejected(reason:)`. Runs on the decode queue once per reported read (the debouncer reports a
     /// code that stays in view once), so a one-time pass is consumed here.
     func judge(_ event: inout ReadEvent)
+
+    /// Called for every read once the policies are done with it, whatever the verdict and whichever
+    /// policy refused it, before any output sees it. A policy whose payloads are secrets (signed passes:
+    /// a bearer token refused by a payload filter still opens another door) replaces the payload with
+    /// a fingerprint here. The default does nothing.
+    func conceal(_ event: inout ReadEvent)
+}
+
+extension ReadPolicy {
+    public func conceal(_ event: inout ReadEvent) {}
 }
 
 /// What the daemon gives an output when it builds one: the logger, the feedback hub (for a controller's

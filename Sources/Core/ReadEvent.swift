@@ -20,6 +20,8 @@ public struct ReadEvent: Sendable {
     public var doorData: [UInt8]
     /// Each door output's verdict, in output order; empty until the door outputs were offered the read.
     public var outputs: [OutputVerdict]
+    /// True once a policy replaced `symbol.data` with a fingerprint (a possible signed pass).
+    public var payloadConcealed = false
 
     public init(seq: UInt64, wallTimeNanoseconds: Int64, symbol: DecodedSymbol, frame: UInt64,
                 dequeuedAt: MonotonicInstant, emittedAt: MonotonicInstant, verdict: Verdict = .accepted,

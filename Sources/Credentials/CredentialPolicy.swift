@@ -95,7 +95,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     /// synchronised` is still good at another door or a minute later. Door outputs get `doorData`: the
     /// number, or with credential-output = token the token itself.
     public func judge(_ event: inout ReadEvent) {
-        guard event.verdict.isAccepted else { return }
+        guard event.verdict.isAccepted, !event.payloadConcealed else { return }
         let payload = event.symbol.data
         var verdict = Verdict.accepted
         var credential: CredentialInfo?
@@ -107,11 +107,24 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         case .failure(let refusal):
             verdict = .rejected(reason: refusal.reason.rawValue)
         }
-        let shown = DecodedSymbol(symbology: event.symbol.symbology, data: Array(TokenFingerprint.describe(payload).utf8),
+        event = Self.concealed(event, verdict: verdict, credential: credential, doorData: doorData)
+    }
+
+    /// A read that another policy refused before this one saw it (a payload filter) is still a possible
+    /// pass: what the outputs, the journal and MQTT get is its fingerprint, as for a pass judged here.
+    public func conceal(_ event: inout ReadEvent) {
+        guard !event.payloadConcealed else { return }
+        event = Self.concealed(event, verdict: event.verdict, credential: nil, doorData: [])
+    }
+
+    static func concealed(_ event: ReadEvent, verdict: Verdict, credential: CredentialInfo?, doorData: [UInt8]) -> ReadEvent {
+        let shown = DecodedSymbol(symbology: event.symbol.symbology, data: Array(TokenFingerprint.describe(event.symbol.data).utf8),
                                   bounds: event.symbol.bounds)
-        event = ReadEvent(seq: event.seq, wallTimeNanoseconds: event.wallTimeNanoseconds, symbol: shown, frame: event.frame,
-                          dequeuedAt: event.dequeuedAt, emittedAt: event.emittedAt, verdict: verdict, credential: credential,
-                          doorData: doorData, outputs: event.outputs)
+        var out = ReadEvent(seq: event.seq, wallTimeNanoseconds: event.wallTimeNanoseconds, symbol: shown, frame: event.frame,
+                            dequeuedAt: event.dequeuedAt, emittedAt: event.emittedAt, verdict: verdict, credential: credential,
+                            doorData: doorData, outputs: event.outputs)
+        out.payloadConcealed = true
+        return out
     }
 
     /// The whole check for one payload: the clock, the pass, then one-time use. Logs the outcome (the
@@ -163,8 +176,9 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         } catch {
             return .failure(Refusal(.replayStoreFailed, "cannot hash the jti: \(error)"))
         }
-        let (until, overflow) = pass.expiresAtSeconds.addingReportingOverflow(Int64(settings.leewaySeconds) + 1)
-        switch store.consume(key, expiresAt: overflow ? Int64.max : until, now: time) {
+        // Held past exp by the largest leeway any consumer of the file may apply, not this one's: a gate
+        // with leeway 0 and a daemon with leeway 30 share one store.
+        switch store.consume(key, holdUntil: ReplayStore.holdUntil(expiresAt: pass.expiresAtSeconds), now: time) {
         case .fresh: return .success(pass)
         case .replayed: return .failure(Refusal(.replayed, "jti \(pass.tokenID ?? "") was already used on this kiosk"))
         case .failed(let why): return .failure(Refusal(.replayStoreFailed, "\(store.path): \(why); the pass is refused (fail closed)"))

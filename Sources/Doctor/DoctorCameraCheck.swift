@@ -10,6 +10,7 @@ import Simulator
 import Components
 import Settings
 import Catalog
+import Credentials
 
 /// Doctor's camera rows: what the V4L2 node offers, the source opened the way `run` opens it, a test
 /// capture of up to `captureSeconds`, and the codes zbar finds in those frames. Works on every source
@@ -96,10 +97,14 @@ struct DoctorCameraCheck {
     private struct SeenCode {
         var symbol: DecodedSymbol
         var frames = 1
+        /// credential-format is on: every payload is a possible pass, shown by its fingerprint only.
+        var concealed = false
         /// "HELLO (QR-Code, in 30 frames)"; the table escapes control characters, binary payloads are hex.
         var text: String {
             let payload: String
-            if let utf8 = String(validating: symbol.data, as: UTF8.self) {
+            if concealed {
+                payload = TokenFingerprint.describe(symbol.data)
+            } else if let utf8 = String(validating: symbol.data, as: UTF8.self) {
                 payload = utf8.count > 80 ? String(utf8.prefix(80)) + "..." : utf8
             } else {
                 payload = "binary \(symbol.data.count) bytes 0x" + Hex.string(symbol.data.prefix(40))
@@ -140,7 +145,7 @@ struct DoctorCameraCheck {
                 if let i = codes.firstIndex(where: { $0.symbol.key == symbol.key }) {
                     codes[i].frames += 1
                 } else {
-                    codes.append(SeenCode(symbol: symbol))
+                    codes.append(SeenCode(symbol: symbol, concealed: settings.credential.format != .off))
                 }
             }
         }

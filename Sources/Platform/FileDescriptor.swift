@@ -39,6 +39,28 @@ public struct FileDescriptor: Hashable, Sendable {
         }
     }
 
+    /// fdatasync(2): the file's data (and the size it needs) on the disk. EINTR is retried unless
+    /// `retryOnInterrupt` is false. After a failure the kernel may have dropped the dirty pages: the
+    /// caller must not trust what it wrote since the last successful sync.
+    public func dataSync(retryOnInterrupt retry: Bool = true) -> Result<Void, Errno> {
+        call(retry) { Glibc.fdatasync(rawValue) }
+    }
+
+    /// fsync(2): data and metadata on the disk (a directory's entries, for a directory descriptor).
+    public func sync(retryOnInterrupt retry: Bool = true) -> Result<Void, Errno> {
+        call(retry) { Glibc.fsync(rawValue) }
+    }
+
+    /// ftruncate(2) to `length` bytes.
+    public func truncate(to length: Int, retryOnInterrupt retry: Bool = true) -> Result<Void, Errno> {
+        call(retry) { Glibc.ftruncate(rawValue, off_t(length)) }
+    }
+
+    private func call(_ retry: Bool, _ body: () -> Int32) -> Result<Void, Errno> {
+        if retry { return retryOnInterrupt(body).map { _ in () } }
+        return body() == 0 ? .success(()) : .failure(.current)
+    }
+
     /// Waits for `events` (POLLIN, POLLOUT) up to `timeoutMilliseconds`; returns the revents (0 on timeout).
     public func poll(_ events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno> {
         var entry = pollfd(fd: rawValue, events: events, revents: 0)

@@ -84,7 +84,7 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
     for n in 0..<storeIterations {
         let key = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: Array("bench-\(n)".utf8))
         let start = BenchClock.wallMilliseconds()
-        let result = store.consume(key, expiresAt: now + 3600, now: now)
+        let result = store.consume(key, holdUntil: now + 3600, now: now)
         times.append(BenchClock.wallMilliseconds() - start)
         guard result == .fresh else { throw CryptoError("bench", directory, "consume: \(result)") }
     }

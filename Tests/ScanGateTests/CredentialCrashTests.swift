@@ -1,6 +1,7 @@
 import Core
 @testable import Credentials
 import Foundation
+import Platform
 import Synchronization
 import XCTest
 
@@ -160,7 +161,7 @@ final class CredentialCrashTests: XCTestCase {
                 }
                 let pass = try verifier.verify(Array(token.utf8), now: CredentialFixtures.now).get()
                 let id = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: try XCTUnwrap(pass.tokenIDBytes))
-                let inStore = reopened.contains(id, now: CredentialFixtures.now)
+                let inStore = reopened.contains(id)
                 if index < printed.count {
                     XCTAssertTrue(inStore, "round \(round): pass \(index) was printed accepted but is not in the store")
                 } else if inStore {
@@ -186,11 +187,14 @@ final class CredentialCrashTests: XCTestCase {
         let now = CredentialFixtures.now
         var prefilled: [UInt8] = []
         var liveKeys: [ReplayKey] = []
+        let bootID = try BootID.current().get()
         for n in 0..<40_001 {
             let key = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: Array("prefilled-\(n)".utf8))
             let live = n % 2 == 0 && n < 40_000
             if live { liveKeys.append(key) }
-            prefilled += ReplayStore.record(key, live ? now + 7200 : now - 100)
+            // This boot's records: the expired ones are past by both clocks (held 0 s from boot time 0).
+            prefilled += ReplayStore.record(key, holdUntil: live ? now + 7200 : now - 100, bootID: bootID, bootAt: 0,
+                                            bootHold: live ? 7200 : 0)
         }
         XCTAssertEqual(liveKeys.count, 20_000)
         var killedMidCompaction = 0, compacted = 0, accepted = 0
@@ -214,7 +218,7 @@ final class CredentialCrashTests: XCTestCase {
             stat(store, &after)
             if after.st_ino != before.st_ino { compacted += 1 }
             let reopened = try ReplayStore(path: store)
-            for key in liveKeys where !reopened.contains(key, now: now) {
+            for key in liveKeys where !reopened.contains(key) {
                 XCTFail("round \(round): a live entry was lost")
                 break
             }
@@ -223,7 +227,7 @@ final class CredentialCrashTests: XCTestCase {
                 let pass = try CredentialVerifier(settings: CredentialFixtures.settings(.cwt), keys: try CredentialKeySet.load(path: jwks))
                     .verify(Array(passes[index].utf8), now: now).get()
                 let id = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: try XCTUnwrap(pass.tokenIDBytes))
-                XCTAssertTrue(reopened.contains(id, now: now), "round \(round): accepted pass \(index) lost")
+                XCTAssertTrue(reopened.contains(id), "round \(round): accepted pass \(index) lost")
             }
             accepted += printed.count
         }

@@ -51,17 +51,31 @@ struct ScangateProcess {
     }
 
     /// Runs `scangate args...`; fails the test if it does not end within `timeout` seconds.
-    static func run(_ args: [String], timeout: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+    /// `environment` adds to (or replaces) this process's variables; `stdin` is written to its standard input;
+    /// `launcher` runs scangate through another program (`["/usr/bin/faketime", "-f", "+2d"]`).
+    static func run(_ args: [String], timeout: TimeInterval = 60, environment: [String: String] = [:], stdin: String? = nil,
+                    launcher: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = args
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        process.arguments = launcher.isEmpty ? args : Array(launcher.dropFirst()) + [binary] + args
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let input = Pipe()
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
         let done = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in done.signal() }
         try process.run()
+        if let stdin {
+            let bytes = Data(stdin.utf8)
+            DispatchQueue.global().async {
+                try? input.fileHandleForWriting.write(contentsOf: bytes)
+                try? input.fileHandleForWriting.close()
+            }
+        }
         // Read both pipes while the process runs so a full pipe cannot block it.
         let collected = Mutex<(Data, Data)>((Data(), Data()))
         let group = DispatchGroup()

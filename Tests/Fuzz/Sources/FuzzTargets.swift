@@ -30,6 +30,8 @@ enum FuzzTargets {
         FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
         FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose),
         FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
+        FuzzTarget(name: "replaystore", summary: "the one-time store on a hostile file, and consumes with a clock stepped ahead",
+                   run: ReplayStoreFuzz.run),
         FuzzTarget(name: "mqttcommand", summary: "MQTTCommandParser.parse (MQTT commands) and the result message", run: MQTTCommandFuzz.run),
     ]
 

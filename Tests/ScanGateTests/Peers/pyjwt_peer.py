@@ -3,6 +3,10 @@
 
   pyjwt_peer.py cases DIR             writes DIR/peer.jwks (an Ed25519 and a P-256 key) and prints a JSON list
                                       of passes, each with the verdict a kiosk with aud "front-door" must give
+  pyjwt_peer.py batch DIR COUNT TTL [OFFSET] [--aud X]
+                                      prints COUNT one-time passes (Ed25519, kid "batch", a jti each), one a line,
+                                      valid from now + OFFSET s for TTL s; the key is made once in DIR/batch.pem
+                                      and published in DIR/batch.jwks
   pyjwt_peer.py verify JWKS TOKEN [--aud X] [--iss X]
                                       verifies a token ScanGate issued; prints its claims as JSON, or
                                       "refused: ..." and exits 1
@@ -83,6 +87,30 @@ def cases(directory):
     print(json.dumps({"jwks": jwks_path, "cases": out}))
 
 
+def batch(directory, count, ttl, offset=0, audience=None):
+    pem_path = os.path.join(directory, "batch.pem")
+    if os.path.exists(pem_path):
+        with open(pem_path, "rb") as f:
+            key = serialization.load_pem_private_key(f.read(), password=None)
+    else:
+        key = ed25519.Ed25519PrivateKey.generate()
+        with open(pem_path, "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+        os.chmod(pem_path, 0o600)
+        jwks_path = os.path.join(directory, "batch.jwks")
+        with open(jwks_path, "w") as f:
+            json.dump({"keys": [public_jwk(key, "batch")]}, f)
+        os.chmod(jwks_path, 0o644)
+    start = int(time.time()) + offset
+    for n in range(count):
+        claims = {"sub": str(100000 + n), "iat": start, "exp": start + ttl,
+                  "jti": b64url(os.urandom(12))}
+        if audience is not None:
+            claims["aud"] = audience
+        print(jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": "batch"}))
+
+
 def verify(jwks_path, token, audience=None, issuer=None):
     with open(jwks_path) as f:
         keyset = jwt.PyJWKSet.from_json(f.read())
@@ -104,6 +132,15 @@ def verify(jwks_path, token, audience=None, issuer=None):
 def main(argv):
     if len(argv) >= 2 and argv[0] == "cases":
         cases(argv[1])
+        return 0
+    if len(argv) >= 4 and argv[0] == "batch":
+        rest = argv[4:]
+        audience = None
+        if "--aud" in rest:
+            i = rest.index("--aud")
+            audience = rest[i + 1]
+            rest = rest[:i] + rest[i + 2:]
+        batch(argv[1], int(argv[2]), int(argv[3]), int(rest[0]) if rest else 0, audience)
         return 0
     if len(argv) >= 3 and argv[0] == "verify":
         options = dict(zip(argv[3::2], argv[4::2]))
