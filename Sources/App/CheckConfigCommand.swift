@@ -1,5 +1,7 @@
+import Catalog
 import Config
 import Core
+import Decoding
 import Platform
 
 /// `scangate check-config [FILE] [RUN OPTIONS...]`: validates a config file (default
@@ -11,9 +13,11 @@ public enum CheckConfigCommand {
         usage: scangate check-config [FILE] [RUN OPTIONS...]
                scangate check-config --example
 
-        Validates FILE (default \(ConfigFile.defaultPath)) and prints the effective configuration:
-        defaults, then FILE, then any `scangate run` options given after it. Exit 0 when valid;
-        otherwise one line naming the file, line and key on stderr and exit 2.
+        Validates FILE (default \(ConfigFile.defaultPath)) with every check `scangate run` makes before it
+        opens a device (options and their combinations, each GPIO line named once, credential-keys
+        loaded) and prints the effective configuration: defaults, then FILE, then any `scangate run`
+        options given after it. Exit 0 when valid; otherwise one line naming the file and the key on
+        stderr and exit 2. What needs the devices (camera, ports, lines, broker) is `scangate doctor`'s.
           --example    print the commented example configuration (every key with its default)
           -h, --help   show this help
         """
@@ -52,10 +56,21 @@ public enum CheckConfigCommand {
             }
             let file = path ?? ConfigFile.defaultPath
             let settings = try Configuration.resolve(configPath: file, flagAssignments: flags.assignments)
+            // The checks `run` makes before it opens anything, and doctor's config row: the same function.
+            do {
+                try Catalog.check(settings)
+                _ = try ZbarDecoder(settings: settings.decoder)
+            } catch let error as UsageError {
+                throw UsageError("\(file): \(error.message)")
+            } catch {
+                throw UsageError("\(file): \(error)")
+            }
             var header = ["effective configuration: defaults, then \(file)"]
             if !flags.assignments.isEmpty {
                 header[0] += ", then " + flags.assignments.map { "--\($0.0.name)" }.joined(separator: " ")
             }
+            header.append("checked: every option, the lines named once each, the files loaded as run loads them")
+            header.append("left to `scangate doctor --config \(file)`: " + Catalog.deviceChecks(settings).joined(separator: ", "))
             write(ConfigFileRendering.effective(settings, header: header), to: 1)
             return ExitCode.success.rawValue
         } catch {

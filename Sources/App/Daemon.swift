@@ -76,7 +76,7 @@ final class Daemon: @unchecked Sendable {
     func checkConfiguration() -> String? {
         do {
             let new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
-            try Catalog.validate(new, components: Catalog.components(seams))
+            try Catalog.check(new, components: Catalog.components(seams))
             return nil
         } catch {
             return "\(error)"
@@ -101,10 +101,11 @@ final class Daemon: @unchecked Sendable {
         var decoder: Decoder
         var policies: [any ReadPolicy]
         do {
+            // The checks check-config and doctor make, first and alike; then what opens files and devices.
+            try Catalog.check(settings, components: components)
             source = try SourceFactory.make(settings.capture, logger: logger)
             decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
             policies = try Catalog.policies(settings, logger: logger)
-            try Catalog.validate(settings, components: components)
         } catch {
             return usageError("\(error)")
         }
@@ -199,7 +200,7 @@ final class Daemon: @unchecked Sendable {
             var newSource: FrameSource?
             do {
                 new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
-                try Catalog.validate(new, components: components)
+                try Catalog.check(new, components: components)
                 policies = try Catalog.policies(new, logger: logger)
                 decoder = try ZbarDecoder.makeForStream(settings: new.decoder)
                 if new.capture != settings.capture { newSource = try SourceFactory.make(new.capture, logger: logger) }

@@ -80,6 +80,66 @@ extension Catalog {
         }
     }
 
+    /// The one set of checks that need no device, made alike by `check-config`, `run` (before it opens
+    /// anything) and `doctor`: every section's options and their combinations (`validate`), every GPIO line
+    /// with one owner across the whole catalogue, and the files a policy needs loaded as `run` loads them
+    /// (credential-keys: present, parseable, safe permissions). Each error names the option or file and
+    /// says what is allowed. What needs the device (the camera, a serial port, GPIO lines being free, the
+    /// sound card, the broker, a panel) is left to `doctor`: `deviceChecks` names those.
+    public static func check(_ settings: RunSettings, components: [Component] = components()) throws {
+        try validate(settings, components: components)
+        try checkLineOwners(settings)
+        if settings.credential.format != .off {
+            do throws(KeyFileError) {
+                _ = try CredentialKeySet.load(path: settings.credential.keys ?? "")
+            } catch {
+                throw UsageError("credential-keys " + error.description)
+            }
+        }
+    }
+
+    /// What `check` cannot see without the devices, for check-config to say so.
+    public static func deviceChecks(_ settings: RunSettings) -> [String] {
+        var checks = ["the camera (\(settings.capture.camera))"]
+        if let path = settings.serial.path { checks.append("the serial port \(path)") }
+        if settings.gpio.hasLines { checks.append("the LED and buzzer lines") }
+        if settings.effectiveWiegand.isEnabled || settings.effectiveWiegand.hasInputs { checks.append("the Wiegand lines") }
+        if settings.effectiveDoorRelay.isEnabled { checks.append("the door relay line") }
+        if let path = settings.osdp.device { checks.append("the OSDP port \(path) and its panel") }
+        if settings.mqtt.enabled { checks.append("the MQTT broker") }
+        if settings.beep.enabled { checks.append("the sound card") }
+        if settings.credential.format != .off { checks.append("the clock and the replay store's directory") }
+        return checks
+    }
+
+    /// Every GPIO line named anywhere (LEDs, buzzer, status LED, Wiegand, the door relay) has one owner:
+    /// two claims of one line on one chip are refused with a message naming both.
+    static func checkLineOwners(_ settings: RunSettings) throws(UsageError) {
+        var claims: [(chip: String, line: GPIOLineSpec, owner: String)] = []
+        if let chip = settings.gpio.chip {
+            for role in GPIORole.allCases {
+                if let line = settings.gpio.lines[role] { claims.append((chip, line, String(role.flag.dropFirst(2)))) }
+            }
+        }
+        let w = settings.effectiveWiegand
+        if let chip = w.chip {
+            let lines: [(String, GPIOLineSpec?)] = [
+                (WiegandSettings.Option.d0, w.d0), (WiegandSettings.Option.d1, w.d1),
+                (WiegandSettings.Option.ledInput, w.ledInput), (WiegandSettings.Option.beeperInput, w.beeperInput),
+            ]
+            for (option, line) in lines {
+                if let line { claims.append((chip, line, option.hasPrefix("--") ? String(option.dropFirst(2)) : option)) }
+            }
+        }
+        let r = settings.effectiveDoorRelay
+        if r.isEnabled, let chip = r.chip, let line = r.line { claims.append((chip, line, DoorRelaySettings.Option.line)) }
+        for (i, a) in claims.enumerated() {
+            for b in claims[(i + 1)...] where a.chip.utf8.elementsEqual(b.chip.utf8) && a.line == b.line {
+                throw UsageError("\(a.owner) and \(b.owner) both name line \(a.line) on \(a.chip); each GPIO line needs one owner")
+            }
+        }
+    }
+
     /// The options of every section, for `--help`, the config file and check-config.
     public static var optionTable: [OptionSpec] { OptionTable.all }
 }

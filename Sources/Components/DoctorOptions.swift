@@ -1,4 +1,5 @@
 import Core
+import Settings
 
 /// One of doctor's own switches, registered by the component that acts on it (`--test-frame` by the
 /// serial output).
@@ -6,10 +7,20 @@ public struct DoctorFlag: Equatable, Sendable {
     /// Without the dashes: "test-frame".
     public let name: String
     public let help: String
-    public init(_ name: String, help: String) {
+    /// Whether the device the switch tests is configured; a switch for a device that is not is a failure.
+    public let isConfigured: @Sendable (RunSettings) -> Bool
+    /// How to configure that device, for the failure's fix: "set serial = /dev/ttyUSB0 in [serial]".
+    public let howToConfigure: String
+
+    public init(_ name: String, help: String, howToConfigure: String,
+                isConfigured: @escaping @Sendable (RunSettings) -> Bool) {
         self.name = name
         self.help = help
+        self.howToConfigure = howToConfigure
+        self.isConfigured = isConfigured
     }
+
+    public static func == (a: DoctorFlag, b: DoctorFlag) -> Bool { a.name == b.name && a.help == b.help }
 }
 
 /// What `scangate doctor` itself is asked to do, beyond the `run` settings it probes.

@@ -21,13 +21,17 @@ public struct DoctorSystem {
     public var devices: DeviceSeams
     /// The /dev/videoN nodes present, for the fix of a missing camera.
     public var videoNodes: () -> [String]
+    /// Whether /etc/scangate/scangate.conf exists (read when no --config is given, as check-config does).
+    public var defaultConfigExists: () -> Bool
 
     public init(v4l2: any V4L2Calls = SystemV4L2.calls(), gpiod: any GpiodCalls = SystemGpiodCalls(),
                 alsa: any ALSACalls = LibASound(), serial: any SerialSystemCalls = GlibcSerialSystemCalls(),
-                videoNodes: @escaping () -> [String] = { CameraNodes.videoNodes() }) {
+                videoNodes: @escaping () -> [String] = { CameraNodes.videoNodes() },
+                defaultConfigExists: @escaping () -> Bool = { access(ConfigFile.defaultPath, F_OK) == 0 }) {
         self.v4l2 = v4l2
         self.devices = DeviceSeams(gpiod: gpiod, alsa: alsa, serial: serial)
         self.videoNodes = videoNodes
+        self.defaultConfigExists = defaultConfigExists
     }
 
     public var gpiod: any GpiodCalls { devices.gpiod }
@@ -45,18 +49,15 @@ public enum Doctor {
         let settings: RunSettings
         do {
             settings = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
-            try Catalog.validate(settings, components: components)
+            try Catalog.check(settings, components: components)
             _ = try ZbarDecoder(settings: settings.decoder)
         } catch {
-            let fix = configPath.map { "correct it in \($0) or the flag (`scangate check-config \($0)` shows the same error)" }
+            let fix = configPath.map { "correct it in \($0) (`scangate check-config \($0)` shows the same error)" }
                 ?? "correct the flag (scangate run --help lists every option and its values)"
             return (nil, .fail(.config, "config", (error as? UsageError)?.message ?? "\(error)", fix: fix))
         }
-        var source = configPath.map { "defaults, then \($0)" } ?? "defaults (no --config)"
+        var source = configPath.map { "defaults, then \($0)" } ?? "defaults (no --config, and no \(ConfigFile.defaultPath))"
         if !flags.isEmpty { source += ", then " + flags.map { "--\($0.0.name)" }.joined(separator: " ") }
-        if configPath == nil && fileExists(ConfigFile.defaultPath) {
-            source += "; give --config \(ConfigFile.defaultPath) to check what the service uses"
-        }
         return (settings, .pass(.config, "config", source))
     }
 
@@ -67,12 +68,16 @@ public enum Doctor {
                              system: DoctorSystem = DoctorSystem()) -> [DoctorRow] {
         var rows = DoctorCameraCheck(settings: settings, options: options, logger: logger, system: system).run()
         let context = DoctorContext(options: options, logger: logger)
-        for component in Catalog.components(system.devices) {
+        let components = Catalog.components(system.devices)
+        // A test switch for a device that is not configured tested nothing: a failure, with how to set it up.
+        for flag in components.flatMap(\.doctorFlags) where options.switches.contains(flag.name) && !flag.isConfigured(settings) {
+            rows.append(.fail(DoctorPart("switches"), "--\(flag.name)", "nothing to test: its device is not configured", fix: flag.howToConfigure))
+        }
+        for component in components {
             rows += component.doctor(settings, context)
         }
         rows += Catalog.policyDoctorRows(settings, context: context)
         return rows
     }
 
-    private static func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 }

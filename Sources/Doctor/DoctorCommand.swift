@@ -22,14 +22,17 @@ public enum DoctorCommand {
                                [--capture-seconds N]
 
         Checks the configuration and every configured device, the way `scangate run` would use them
-        (same --config FILE and run options; see scangate run --help), and prints a table: each check,
+        (same --config FILE, default \(ConfigFile.defaultPath) when it exists, and run options; see
+        scangate run --help), and prints a table: each check,
         PASS/FAIL/SKIP, what was found, and for each failure the fix. Stop the service first (it holds the
         devices) and run doctor as the service user, so permissions are checked too:
           sudo systemctl stop scangate
           sudo -u scangate scangate doctor --config /etc/scangate/scangate.conf --blink --test-beep --test-frame
 
         Checks:
-          config      the settings resolve (an error names the file, line and key)
+          config      the settings resolve, with the checks check-config makes (an error names the
+                      file, line and key); a --test-X or --blink switch for a device that is not
+                      configured fails
           camera      the formats it offers (V4L2), open as run opens it, frames captured for N
                       seconds with their size, and the codes zbar reads in them (sim: and replay:
                       sources work too)
@@ -94,7 +97,9 @@ public enum DoctorCommand {
             return Outcome(report: nil, stdout: "", stderr: message, exitCode: ExitCode.usage.rawValue)
         }
         if parsed.help { return Outcome(report: nil, stdout: help, stderr: nil, exitCode: ExitCode.success.rawValue) }
-        return execute(configPath: parsed.configPath, flags: parsed.assignments, options: options, system: system)
+        // The file check-config and the service read, unless --config names another.
+        let configPath = parsed.configPath ?? (system.defaultConfigExists() ? ConfigFile.defaultPath : nil)
+        return execute(configPath: configPath, flags: parsed.assignments, options: options, system: system)
     }
 
     /// The in-process entry point: settings from `configPath` and `flags`, then every probe.

@@ -12,7 +12,9 @@ extension GPIOFeedback {
             role: .feedback(FeedbackFactory(section: \.gpio) { settings, logger in
                 GPIOFeedback.make(settings: settings, logger: logger, calls: calls, clock: SystemFeedbackClock())
             }),
-            doctorFlags: [DoctorFlag("blink", help: "drive each LED and the buzzer active once (300 ms), one after the other")],
+            doctorFlags: [DoctorFlag("blink", help: "drive each LED and the buzzer active once (300 ms), one after the other",
+                                     howToConfigure: "set gpio-chip and at least one of led-green, led-red, status-led, buzzer in [gpio]",
+                                     isConfigured: { $0.gpio.hasLines })],
             doctor: { settings, context in
                 guard settings.gpio.chip != nil else { return [] }
                 return DoctorGPIOCheck(settings: settings.gpio, options: context.options, logger: context.logger,
@@ -30,7 +32,9 @@ extension BeepFeedback {
                 guard settings.enabled else { return nil }
                 return BeepFeedback(settings: settings, logger: logger, calls: calls)
             }),
-            doctorFlags: [DoctorFlag("test-beep", help: "play the good-read beep on the sound device")],
+            doctorFlags: [DoctorFlag("test-beep", help: "play the good-read beep on the sound device",
+                                     howToConfigure: "set beep = yes (and beep-device) in [beep]",
+                                     isConfigured: { $0.beep.enabled })],
             doctor: { settings, context in
                 guard settings.beep.enabled else { return [] }
                 return DoctorSoundCheck(settings: settings.beep, options: context.options, calls: calls).run()

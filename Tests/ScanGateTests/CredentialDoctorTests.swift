@@ -112,7 +112,7 @@ final class CredentialDoctorTests: XCTestCase {
                                                             store: (1234, S_IFREG | 0o664, 64)]))
         XCTAssertEqual(groupWritable.result, .fail)
         let good = try storeRow(store, filesystem(["/srv/gate": (1234, S_IFDIR | 0o700, 0),
-                                                   store: (1234, S_IFREG | 0o600, 96), store + ".lock": (1234, S_IFREG | 0o600, 0)]))
+                                                   store: (1234, S_IFREG | 0o600, 192), store + ".lock": (1234, S_IFREG | 0o600, 0)]))
         XCTAssertEqual(good.result, .pass, good.detail)
         XCTAssertTrue(good.detail.contains("holds 3 records"), good.detail)
         let noUser = try storeRow(store, filesystem(["/srv/gate": (1234, S_IFDIR | 0o700, 0)], serviceUser: false))

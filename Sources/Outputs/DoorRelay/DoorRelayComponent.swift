@@ -22,7 +22,9 @@ extension DoorRelayOutput {
                     if let warning = openToAnyCode(settings) { context.logger.warning("door relay: \(warning)") }
                     return try DoorRelayOutput(settings: settings.effectiveDoorRelay, logger: context.logger, calls: calls)
                 })),
-            doctorFlags: [DoctorFlag("test-relay", help: "pulse the door relay once, for door-relay-ms (the strike should click)")],
+            doctorFlags: [DoctorFlag("test-relay", help: "pulse the door relay once, for door-relay-ms (the strike should click)",
+                                     howToConfigure: "set door-relay = GPIOn and door-relay-chip (or gpio-chip) in [door-relay]",
+                                     isConfigured: { $0.doorRelay.isEnabled })],
             doctor: { settings, context in
                 guard settings.doorRelay.isEnabled else { return [] }
                 return doctorRows(settings.effectiveDoorRelay, run: settings, context: context, calls: calls)

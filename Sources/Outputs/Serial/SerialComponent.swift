@@ -15,7 +15,9 @@ extension SerialOutput {
                     return SerialOutput(settings: settings.serial, logger: context.logger, feedback: context.feedback,
                                         system: system)
                 })),
-            doctorFlags: [DoctorFlag("test-frame", help: "write one frame with the payload SCANGATE-TEST to the serial port")],
+            doctorFlags: [DoctorFlag("test-frame", help: "write one frame with the payload SCANGATE-TEST to the serial port",
+                                     howToConfigure: "set serial = /dev/ttyUSB0 (the controller's port) in [serial]",
+                                     isConfigured: { $0.serial.path != nil })],
             doctor: { settings, context in
                 guard settings.serial.path != nil else { return [] }
                 return DoctorSerialCheck(settings: settings.serial, options: context.options, system: system).run()

@@ -22,7 +22,9 @@ extension WiegandOutput {
                     return try WiegandOutput(settings: settings.effectiveWiegand, logger: context.logger,
                                              feedback: context.feedback, calls: calls)
                 })),
-            doctorFlags: [DoctorFlag("test-wiegand", help: "send one test number (card 12345) on the Wiegand lines")],
+            doctorFlags: [DoctorFlag("test-wiegand", help: "send one test number (card 12345) on the Wiegand lines",
+                                     howToConfigure: "set wiegand-d0, wiegand-d1 and wiegand-chip (or gpio-chip) in [wiegand]",
+                                     isConfigured: { $0.effectiveWiegand.isEnabled })],
             doctor: { settings, context in
                 let w = settings.effectiveWiegand
                 guard w.isEnabled else { return [] }
