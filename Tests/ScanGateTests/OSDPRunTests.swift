@@ -291,6 +291,7 @@ final class OSDPRunTests: XCTestCase {
         let refused = try DaemonUnderTest(["run", "--camera", "sim:" + camera, "--osdp", peer.device, "--osdp-scbk-file", keyPath,
                                            "--osdp-state-file", statePath, "--osdp-serial", "16909060", "--osdp-install-mode"],
                                           environment: try environment())
+        defer { refused.stop() }
         XCTAssertEqual(refused.waitForExit(seconds: 20), 2, "\(refused.stderr)")
         XCTAssertTrue(refused.stderr.contains { $0.contains("osdp-scbk-file \(keyPath): does not exist, but osdp-state-file \(statePath) records that a panel installed a key") },
                       "\(refused.stderr)")

@@ -323,7 +323,7 @@ public final class OSDPPeripheral {
                 // MAC (SCS_15) is refused and not acted on: a KEYSET's key must never cross the line in clear.
                 if type == OSDPSecurityBlock.commandMAC.rawValue && !data.isEmpty {
                     if code == OSDPCommand.keyset.rawValue {
-                        logger.warning("osdp: KEYSET with the new key in clear (SCS_15, MAC only) refused with NAK 06; the installed key is kept",
+                        logger.warning("osdp: KEYSET with the new key in clear (SCS_15, MAC only) refused with NAK 06; the key is not changed",
                                        rateLimitKey: "osdp-keyset-scs15")
                     }
                     return nak(&x, .securityConditions, "command \(hex(code)) with \(data.count) data bytes in clear (SCS_15) inside the secure channel; data must be encrypted (SCS_17)")
