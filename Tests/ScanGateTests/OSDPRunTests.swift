@@ -473,6 +473,36 @@ final class OSDPDoctorTests: XCTestCase {
         XCTAssertTrue(table.contains { $0.contains("the panel's key and osdp-scbk-file must be the same key") }, "\(table)")
     }
 
+    /// Issue 19: doctor says what osdp-secure = optional gives up, and that install mode is open (no key
+    /// yet) or inert (a key file is there), before it looks at the line.
+    func testDoctorWarnsAboutOptionalModeAndSaysWhetherInstallModeIsOpen() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let keyPath = dir + "/osdp-scbk"
+        func run() throws -> [String] {
+            let doctor = try DaemonUnderTest(["doctor", "--camera", "sim:HELLO", "--capture-seconds", "1", "--osdp", peer.device,
+                                              "--osdp-scbk-file", keyPath, "--osdp-state-file", dir + "/osdp-state",
+                                              "--osdp-secure", "optional", "--osdp-install-mode"])
+            defer { doctor.stop() }
+            XCTAssertEqual(doctor.waitForExit(seconds: 60), 4, "no panel polls: \(doctor.stdout)")
+            return doctor.stdout
+        }
+        var table = try run()
+        let optional = try XCTUnwrap(row(table, "osdp secure mode"), "\(table)")
+        XCTAssertTrue(optional.hasPrefix("WARN    plain text allowed: any device on the bus may move the reader with a plain-text COMSET"), optional)
+        XCTAssertTrue(table.contains { $0.contains("fix: set osdp-secure = required once the panel uses the secure channel") }, "\(table)")
+        let open = try XCTUnwrap(row(table, "osdp install mode"), "\(table)")
+        XCTAssertTrue(open.hasPrefix("WARN    open: no key in \(keyPath) yet"), open)
+        XCTAssertTrue(table.last?.hasSuffix(", 2 warnings") ?? false, "\(table)")
+
+        try TestFiles.write("00112233445566778899AABBCCDDEEFF\n", to: keyPath)
+        XCTAssertEqual(chmod(keyPath, 0o600), 0)
+        table = try run()
+        let inert = try XCTUnwrap(row(table, "osdp install mode"), "\(table)")
+        XCTAssertTrue(inert.hasPrefix("PASS    on but inert: \(keyPath) holds a key (check value "), inert)
+        XCTAssertFalse(table.joined().contains("00112233445566778899AABBCCDDEEFF"), "the key is never shown")
+    }
+
     func testDoctorOnALineWhereThePanelPollsAnotherAddressSaysWhichOne() throws {
         let peer = try OSDPControlPanelPeer()
         defer { peer.close() }
