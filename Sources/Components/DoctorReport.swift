@@ -20,6 +20,8 @@ public struct DoctorRow: Equatable, Sendable {
         case fail = "FAIL"
         /// Not checked because an earlier check of the same part failed.
         case skip = "SKIP"
+        /// Works, but a setting gives something up (the detail says what); not a failure.
+        case warn = "WARN"
     }
 
     public var part: DoctorPart
@@ -48,6 +50,11 @@ public struct DoctorRow: Equatable, Sendable {
 
     public static func skip(_ part: DoctorPart, _ check: String, _ detail: String) -> DoctorRow {
         DoctorRow(part, check, .skip, detail)
+    }
+
+    /// A warning: what the setting gives up, and (as the fix line) how to stop giving it up.
+    public static func warn(_ part: DoctorPart, _ check: String, _ detail: String, fix: String) -> DoctorRow {
+        DoctorRow(part, check, .warn, detail, fix: fix)
     }
 }
 
@@ -89,8 +96,10 @@ public struct DoctorReport: Equatable, Sendable {
         }
         let passed = rows.filter { $0.result == .pass }.count
         let skipped = rows.filter { $0.result == .skip }.count
+        let warned = rows.filter { $0.result == .warn }.count
         var summary = "\(passed) passed, \(failures.count) failed"
         if skipped > 0 { summary += ", \(skipped) skipped" }
+        if warned > 0 { summary += ", \(warned) warning" + (warned == 1 ? "" : "s") }
         lines.append(summary)
         return lines.joined(separator: "\n")
     }

@@ -5,6 +5,7 @@ import Foundation
 import XCTest
 @testable import Core
 @testable import OSDP
+import Components
 import Platform
 import Settings
 
@@ -167,9 +168,91 @@ final class OSDPFilesTests: XCTestCase {
         XCTAssertFalse(startup.configuration.installMode)
         XCTAssertEqual(startup.configuration.key, key)
         XCTAssertTrue(startup.notes.first?.contains("delete that file to enrol the reader again") ?? false, "\(startup.notes)")
-        // A key put there by hand (another check value) leaves install mode on.
-        try TestFiles.write("installed-key-check=000000\n", to: s.stateFile)
-        XCTAssertTrue(try OSDPStartup.resolve(s, features: OSDPTest.features).configuration.installMode)
+        XCTAssertEqual(startup.installMode, .inert(keyCheck: check, recorded: true))
+        XCTAssertEqual(startup.warnings, [])
+    }
+
+    /// Issue 19 item 4: a key file is proof enough that a key is installed. Install mode left on with a key
+    /// there (put by hand, or its state file lost) is inert: SCBK-D stays refused.
+    func testInstallModeIsInertWheneverAKeyFileIsThere() throws {
+        var s = settings()
+        s.installMode = true
+        let keyPath = try writeKey("00112233445566778899aabbccddeeff")
+        let key = try XCTUnwrap(try OSDPFiles.loadKey(keyPath))
+        let check = Array(try AES128().encryptBlock([UInt8](repeating: 0, count: 16), key: key).prefix(3))
+        for state in [nil, "installed-key-check=000000\n", "address=0\n"] {
+            if let state { try TestFiles.write(state, to: s.stateFile) } else { unlink(s.stateFile) }
+            let startup = try OSDPStartup.resolve(s, features: OSDPTest.features)
+            XCTAssertFalse(startup.configuration.installMode, "state file: \(state ?? "none")")
+            XCTAssertEqual(startup.configuration.key, key)
+            XCTAssertEqual(startup.installMode, .inert(keyCheck: check, recorded: false))
+            XCTAssertEqual(startup.notes.first, "osdp-install-mode = yes is not used: \(keyPath) holds a key (check value \(Hex.string(check))); the default key SCBK-D is refused while a key is installed; delete that file to enrol the reader again")
+            XCTAssertFalse(startup.notes.joined().contains("00112233"), "never the key itself")
+        }
+    }
+
+    /// The state file's record of an installed key without the key file: start-up fails closed, naming
+    /// both files, instead of reopening install mode (or falling back to plain text).
+    func testARecordedKeyWhoseFileIsGoneFailsClosed() throws {
+        for (secure, installMode) in [(OSDPSecureMode.required, true), (.optional, true), (.optional, false), (.required, false)] {
+            var s = settings()
+            s.secure = secure
+            s.installMode = installMode
+            try TestFiles.write("installed-key-check=A1B2C3\n", to: s.stateFile)
+            XCTAssertEqual(error { try OSDPStartup.resolve(s, features: OSDPTest.features) },
+                           "osdp-scbk-file \(dir)/scbk: does not exist, but osdp-state-file \(dir)/state records that a panel installed a key (check value A1B2C3); the reader does not fall back to install mode or plain text: restore the key file, or to enrol the reader again delete the installed-key-check line from \(dir)/state",
+                           "\(secure) install mode \(installMode)")
+        }
+    }
+
+    func testOpenInstallModeAndOptionalModeAreWarnings() throws {
+        var s = settings()
+        s.installMode = true
+        let open = try OSDPStartup.resolve(s, features: OSDPTest.features)
+        XCTAssertEqual(open.installMode, .open)
+        XCTAssertTrue(open.configuration.installMode)
+        XCTAssertEqual(open.warnings, ["osdp: install mode is open: no key in \(dir)/scbk yet, so the first device on the bus to open the secure channel with the default key SCBK-D and send KEYSET owns the reader; it ends for good with that KEYSET"])
+        s.installMode = false
+        s.secure = .optional
+        let optional = try OSDPStartup.resolve(s, features: OSDPTest.features)
+        XCTAssertEqual(optional.installMode, .off)
+        XCTAssertEqual(optional.warnings, ["osdp: osdp-secure = optional: any device on the bus may talk to the reader in plain text: a plain-text COMSET moves it to another address and speed (kept across restarts) and plain-text POLLs receive the card reads; set osdp-secure = required once the panel uses the secure channel"])
+        s.secure = .off
+        XCTAssertEqual(try OSDPStartup.resolve(s, features: OSDPTest.features).warnings, [], "off is plain by design, and says so in PDCAP")
+    }
+
+    /// Doctor's rows for the security settings: optional mode and an open install mode are WARN rows that
+    /// say what is given up; an inert install mode passes and says why; a lost key file fails.
+    func testDoctorSaysWhatOptionalAndInstallModeGiveUp() throws {
+        var run = RunSettings()
+        run.osdp = settings()
+        XCTAssertEqual(OSDPOutput.securityRows(run, firmware: [0, 0, 0]), [], "required, no install mode: nothing to say")
+        run.osdp.secure = .optional
+        run.osdp.installMode = true
+        var rows = OSDPOutput.securityRows(run, firmware: [0, 0, 0])
+        XCTAssertEqual(rows.map(\.check), ["osdp secure mode", "osdp install mode"])
+        XCTAssertEqual(rows.map(\.result), [.warn, .warn])
+        XCTAssertTrue(rows[0].detail.contains("plain-text COMSET") && rows[0].detail.contains("plain-text POLLs"), rows[0].detail)
+        XCTAssertEqual(rows[0].fix, "set osdp-secure = required once the panel uses the secure channel")
+        XCTAssertTrue(rows[1].detail.hasPrefix("open: no key in \(dir)/scbk yet"), rows[1].detail)
+        let table = DoctorReport(rows: rows).table
+        XCTAssertTrue(table.contains("osdp secure mode   WARN    plain text allowed"), table)
+        XCTAssertTrue(table.hasSuffix("0 passed, 0 failed, 2 warnings"), table)
+        XCTAssertEqual(DoctorReport(rows: rows).exitCode, 0, "a warning is not a failure")
+
+        let keyPath = try writeKey("00112233445566778899aabbccddeeff")
+        run.osdp.secure = .required
+        rows = OSDPOutput.securityRows(run, firmware: [0, 0, 0])
+        XCTAssertEqual(rows.map(\.result), [.pass])
+        let key = try XCTUnwrap(try OSDPFiles.loadKey(keyPath))
+        let check = Hex.string(Array(try AES128().encryptBlock([UInt8](repeating: 0, count: 16), key: key).prefix(3)))
+        XCTAssertEqual(rows.first?.detail, "on but inert: \(keyPath) holds a key (check value \(check)), so the default key SCBK-D is refused; set osdp-install-mode = no")
+
+        unlink(keyPath)
+        try TestFiles.write("installed-key-check=\(check)\n", to: run.osdp.stateFile)
+        rows = OSDPOutput.securityRows(run, firmware: [0, 0, 0])
+        XCTAssertEqual(rows.map(\.result), [.fail])
+        XCTAssertTrue(rows.first?.detail.contains("records that a panel installed a key") ?? false, "\(rows)")
     }
 
     func testTheDefaultSerialIsAHashOfTheMachineID() throws {

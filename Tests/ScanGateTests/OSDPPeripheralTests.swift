@@ -128,14 +128,26 @@ final class OSDPPeripheralTests: XCTestCase {
     }
 
     func testCapabilitiesAreTruthful() throws {
-        let pd = try OSDPTest.peripheral(OSDPTest.configuration(secure: .required, key: .installDefault, installMode: true))
+        let pd = try OSDPTest.peripheral(OSDPTest.configuration(secure: .required, key: nil, installMode: true))
         let cap = OSDPFrameBuilder.build(address: 0, sequence: 0, crc: true, code: 0x62, data: [0])
         let reply = try XCTUnwrap(pd.receive(cap, at: OSDPTest.t0).first?.reply)
         let data = Array(reply[6..<(reply.count - 2)])
         // (function, compliance, items): card data as bits; tri-colour timed LED x1; timed buzzer x1;
-        // no text display; CRC-16; AES-128 with the default key accepted (install mode); receive buffer
-        // 1440 = 0x05A0; OSDP 2.2.
+        // no text display; CRC-16; AES-128 with the default key accepted (install mode, no key yet);
+        // receive buffer 1440 = 0x05A0; OSDP 2.2.
         XCTAssertEqual(Hex.string(data), "030100" + "040401" + "050201" + "060000" + "080100" + "090101" + "0AA005" + "100200")
+    }
+
+    /// Issue 19 item 4: with a key installed, install mode left on does not offer SCBK-D in osdp_PDCAP
+    /// (function 9: AES-128, items 00: the default key is not accepted).
+    func testCapabilitiesDoNotOfferTheDefaultKeyWhenAKeyIsInstalled() throws {
+        let key = try XCTUnwrap(OSDPKey(bytes: Array(0x40...0x4F)))
+        let pd = try OSDPTest.peripheral(OSDPTest.configuration(secure: .required, key: key, installMode: true))
+        XCTAssertFalse(pd.installMode, "a key is installed: install mode is not open")
+        let cap = OSDPFrameBuilder.build(address: 0, sequence: 0, crc: true, code: 0x62, data: [0])
+        let reply = try XCTUnwrap(pd.receive(cap, at: OSDPTest.t0).first?.reply)
+        XCTAssertEqual(Hex.string(reply), Hex.string(OSDPFrameBuilder.build(address: 0x80, sequence: 0, crc: true, code: 0x46,
+            data: OSDPTest.bytes("030100" + "040401" + "050201" + "060000" + "080100" + "090100" + "0AA005" + "100200"))))
     }
 
     func testLocalStatusReportsNormalTamperAndPower() throws {

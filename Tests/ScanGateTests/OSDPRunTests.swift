@@ -207,6 +207,106 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertEqual(second.stop(), 0)
     }
 
+    /// Sends the hostile device (osdp_attacker_cp.py, on the same line, no CP running) and returns its report.
+    func attack(_ peer: OSDPControlPanelPeer, key: [UInt8]) throws -> [String: Any] {
+        peer.clearEvents()
+        peer.send(["cmd": "attack", "address": 0, "key": Hex.string(key)])
+        return try XCTUnwrap(peer.wait(for: "attack", within: 20), "the attacker did not report: \(peer.events)")
+    }
+
+    /// The attacker's CHLNG for SCBK-D got NAK 06 and its KEYSET did not take.
+    func assertRefused(_ report: [String: Any], _ daemon: DaemonUnderTest, file: StaticString = #filePath, line: UInt = #line) {
+        let steps = report["steps"] as? [[String: Any]] ?? []
+        XCTAssertEqual(steps.first?["sent"] as? String, "CHLNG SCBK-D", "\(report)", file: file, line: line)
+        XCTAssertEqual(steps.first?["reply"] as? String, "NAK", "SCBK-D must be refused: \(report) \(daemon.stderr)", file: file, line: line)
+        XCTAssertEqual(steps.first?["nak"] as? Int, 6, "\(report)", file: file, line: line)
+        XCTAssertTrue(steps.dropFirst().allSatisfy { $0["reply"] as? String == "NAK" }, "\(report)", file: file, line: line)
+        XCTAssertEqual(report["took_over"] as? Bool, false, "\(report)", file: file, line: line)
+    }
+
+    /// Issue 19 item 4: install mode left on with a key file present. A second device on the line opens
+    /// the channel with SCBK-D and sends KEYSET with its own key: NAK 06, the key file is unchanged, the
+    /// log says so, and libosdp's panel with the real key still gets the card reads.
+    func testInstallModeWithAKeyFileRefusesAnSCBKDTakeoverAndThePanelStillGetsReads() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let key = (0..<16).map { UInt8(0x70 + $0) }
+        try writeKey(key)
+        let before = try Data(contentsOf: URL(fileURLWithPath: keyPath))
+        let camera = try scenario(frames: 2000, codes: [("AFTER-ATTACK", 60, 80)])
+        let daemon = try startDaemon(peer, camera: camera, ["--osdp-install-mode", "--osdp-ttl-ms", "60000"])
+        defer { daemon.stop() }
+        XCTAssertTrue(logged(daemon, "osdp-install-mode = yes is not used: \(keyPath) holds a key"), "\(daemon.stderr)")
+
+        let attacker = (0..<16).map { UInt8(0xA0 + $0) }
+        assertRefused(try attack(peer, key: attacker), daemon)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: keyPath)), before, "the key file is unchanged")
+        XCTAssertTrue(waitUntil(5) { self.logged(daemon, "a CHLNG for the default key SCBK-D was refused with NAK 06: a key is installed") },
+                      "\(daemon.stderr)")
+        XCTAssertFalse(logged(daemon, "the panel installed a new secure channel key"), "\(daemon.stderr)")
+
+        peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(key), "enforce_secure": true])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == true }, "\(peer.events) \(daemon.stderr)")
+        let card = try XCTUnwrap(peer.wait(for: "card", within: 30), "no CardRead: \(peer.events) \(daemon.stderr)")
+        XCTAssertEqual(card["data"] as? String, Hex.string(Array("AFTER-ATTACK".utf8)))
+        XCTAssertEqual(daemon.stop(), 0)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: keyPath)), before)
+        XCTAssertFalse(daemon.stderr.contains { $0.contains(Hex.string(attacker)) || $0.contains(Hex.string(key)) }, "keys are never logged")
+    }
+
+    /// Issue 19 item 4, after enrolment: the panel installs its key in install mode; restarts with
+    /// --osdp-install-mode still on refuse SCBK-D, with the state file's record and without it; and with
+    /// the record but no key file, `scangate run` refuses to start rather than reopen install mode.
+    func testAfterAnInstallModeKeysetRestartsInInstallModeRefuseSCBKD() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let newKey = (0..<16).map { UInt8(0xC0 + $0) }
+        let attacker = (0..<16).map { UInt8(0x0A + $0) }
+        let camera = try scenario(frames: 4000, codes: [])
+        let flags = ["--osdp-install-mode"]
+        let first = try startDaemon(peer, camera: camera, flags)
+        XCTAssertTrue(logged(first, "osdp: install mode is open: no key in \(keyPath) yet"), "\(first.stderr)")
+        peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(newKey), "enforce_secure": false])
+        XCTAssertTrue(waitUntil(20) { (try? String(contentsOfFile: self.keyPath, encoding: .utf8))?.contains(Hex.string(newKey)) ?? false },
+                      "the key file did not get the panel's key: \(peer.events) \(first.stderr)")
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == true }, "\(peer.events) \(first.stderr)")
+        peer.send(["cmd": "teardown"])
+        XCTAssertNotNil(peer.wait(for: "torn-down", within: 10))
+        XCTAssertEqual(first.stop(), 0)
+        let enrolled = try Data(contentsOf: URL(fileURLWithPath: keyPath))
+
+        // Restart, install mode still on, the state file records the key.
+        let second = try startDaemon(peer, camera: camera, flags)
+        assertRefused(try attack(peer, key: attacker), second)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: keyPath)), enrolled)
+        peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(newKey), "enforce_secure": true])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == true }, "\(peer.events) \(second.stderr)")
+        peer.send(["cmd": "teardown"])
+        XCTAssertNotNil(peer.wait(for: "torn-down", within: 10))
+        XCTAssertEqual(second.stop(), 0)
+
+        // The key file gone but the record there: no start, a message naming both files.
+        let keyAside = dir + "/osdp-scbk.aside"
+        XCTAssertEqual(rename(keyPath, keyAside), 0)
+        let refused = try DaemonUnderTest(["run", "--camera", "sim:" + camera, "--osdp", peer.device, "--osdp-scbk-file", keyPath,
+                                           "--osdp-state-file", statePath, "--osdp-serial", "16909060", "--osdp-install-mode"],
+                                          environment: try environment())
+        defer { refused.stop() }
+        XCTAssertEqual(refused.waitForExit(seconds: 20), 2, "\(refused.stderr)")
+        XCTAssertTrue(refused.stderr.contains { $0.contains("osdp-scbk-file \(keyPath): does not exist, but osdp-state-file \(statePath) records that a panel installed a key") },
+                      "\(refused.stderr)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keyPath), "no key was made up")
+        XCTAssertEqual(rename(keyAside, keyPath), 0)
+
+        // The state file lost: the key file alone keeps install mode shut.
+        XCTAssertEqual(unlink(statePath), 0)
+        let third = try startDaemon(peer, camera: camera, flags)
+        defer { third.stop() }
+        assertRefused(try attack(peer, key: attacker), third)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: keyPath)), enrolled)
+        XCTAssertEqual(third.stop(), 0)
+    }
+
     /// A panel that stops polling: STATUS=controller offline on a real NOTIFY_SOCKET, the warning line, the
     /// journal's status line; a read then waits past osdp-ttl-ms and is dropped (logged), and none of the
     /// dropped reads reaches the panel when it comes back (STATUS=scanning again, later reads delivered).
@@ -371,6 +471,36 @@ final class OSDPDoctorTests: XCTestCase {
         let secure = try XCTUnwrap(row(table, "osdp secure channel"), "\(table)")
         XCTAssertTrue(secure.hasPrefix("FAIL    not up within 8 s"), secure)
         XCTAssertTrue(table.contains { $0.contains("the panel's key and osdp-scbk-file must be the same key") }, "\(table)")
+    }
+
+    /// Issue 19: doctor says what osdp-secure = optional gives up, and that install mode is open (no key
+    /// yet) or inert (a key file is there), before it looks at the line.
+    func testDoctorWarnsAboutOptionalModeAndSaysWhetherInstallModeIsOpen() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let keyPath = dir + "/osdp-scbk"
+        func run() throws -> [String] {
+            let doctor = try DaemonUnderTest(["doctor", "--camera", "sim:HELLO", "--capture-seconds", "1", "--osdp", peer.device,
+                                              "--osdp-scbk-file", keyPath, "--osdp-state-file", dir + "/osdp-state",
+                                              "--osdp-secure", "optional", "--osdp-install-mode"])
+            defer { doctor.stop() }
+            XCTAssertEqual(doctor.waitForExit(seconds: 60), 4, "no panel polls: \(doctor.stdout)")
+            return doctor.stdout
+        }
+        var table = try run()
+        let optional = try XCTUnwrap(row(table, "osdp secure mode"), "\(table)")
+        XCTAssertTrue(optional.hasPrefix("WARN    plain text allowed: any device on the bus may move the reader with a plain-text COMSET"), optional)
+        XCTAssertTrue(table.contains { $0.contains("fix: set osdp-secure = required once the panel uses the secure channel") }, "\(table)")
+        let open = try XCTUnwrap(row(table, "osdp install mode"), "\(table)")
+        XCTAssertTrue(open.hasPrefix("WARN    open: no key in \(keyPath) yet"), open)
+        XCTAssertTrue(table.last?.hasSuffix(", 2 warnings") ?? false, "\(table)")
+
+        try TestFiles.write("00112233445566778899AABBCCDDEEFF\n", to: keyPath)
+        XCTAssertEqual(chmod(keyPath, 0o600), 0)
+        table = try run()
+        let inert = try XCTUnwrap(row(table, "osdp install mode"), "\(table)")
+        XCTAssertTrue(inert.hasPrefix("PASS    on but inert: \(keyPath) holds a key (check value "), inert)
+        XCTAssertFalse(table.joined().contains("00112233445566778899AABBCCDDEEFF"), "the key is never shown")
     }
 
     func testDoctorOnALineWhereThePanelPollsAnotherAddressSaysWhichOne() throws {

@@ -150,6 +150,75 @@ final class OSDPSecureChannelTests: XCTestCase {
         XCTAssertTrue(effects.contains(.secureChannel(active: true, detail: "up")))
     }
 
+    func exchanges(_ v: Vectors, _ name: String) -> [(note: String, command: [UInt8], reply: [UInt8])] {
+        (v.json[name] as? [[String: String]] ?? []).map {
+            ($0["note"] ?? "", OSDPTest.bytes($0["command"] ?? ""), OSDPTest.bytes($0["reply"] ?? ""))
+        }
+    }
+
+    /// Issue 19 item 5: inside the channel, a KEYSET whose key is in clear with only a MAC (SCS_15) is
+    /// NAK 06 and the key is kept; so is any command carrying data in clear (LED, KEEPACTIVE); a POLL with
+    /// SCS_15 (no data) is answered, the channel stays up, and an encrypted KEYSET (SCS_17) still works.
+    func testDataInClearInsideTheChannelIsNAK06AndAKeysetInClearKeepsTheKey() throws {
+        let v = try vectors()
+        let key = try XCTUnwrap(OSDPKey(bytes: v.hex("scbk")))
+        let store = MemoryOSDPStore()
+        let logs = OSDPLogLines()
+        let pd = try OSDPTest.peripheral(OSDPTest.configuration(address: 5, secure: .required, key: key),
+                                         store: store, logger: logs.logger, random: v.hex("rnd_b"))
+        let script = exchanges(v, "scs15_exchanges")
+        XCTAssertEqual(script.count, 7)
+        for (note, command, reply) in script {
+            let steps = pd.receive(command, at: OSDPTest.t0)
+            XCTAssertEqual(steps.count, 1, note)
+            XCTAssertEqual(OSDPTest.hex(steps.first?.reply), Hex.string(reply), note)
+            let effects = steps.flatMap(\.effects)
+            if note.contains("(SCS_15) -> NAK 06") || note.contains("in clear") {
+                XCTAssertEqual(Array(reply[6...8]), [0x02, 0x18, 0x41], "a NAK inside the channel (after the mark): \(note)")
+                XCTAssertTrue(store.keys.isEmpty, "nothing stored: \(note)")
+                XCTAssertEqual(pd.configuration.key, key, "the key is kept: \(note)")
+                XCTAssertFalse(effects.contains { if case .feedback = $0 { return true } else { return false } }, "not acted on: \(note)")
+                XCTAssertFalse(effects.contains(.keyInstalled), note)
+                XCTAssertTrue(pd.isSecureChannelActive, "the channel stays up: \(note)")
+            }
+        }
+        XCTAssertTrue(logs.contains("KEYSET with the new key in clear (SCS_15, MAC only) refused with NAK 06"), "\(logs.all)")
+        XCTAssertFalse(logs.all.joined().contains(v.json["scs15_attacker_key"] as? String ?? "-"), "the key is never logged")
+        XCTAssertEqual(store.keys.map { Hex.string($0.0.bytes) }, [v.json["scs15_rotated_key"] as? String ?? "?"],
+                       "only the encrypted KEYSET changed the key")
+    }
+
+    /// Issue 19 item 4: install mode left on while a key is installed: a device that opens the channel with
+    /// SCBK-D is NAK 06 at the CHLNG, and neither its SCRYPT nor its KEYSET gets anywhere.
+    func testInstallModeWithAKeyInstalledRefusesSCBKDAndTheTakeover() throws {
+        let v = try vectors()
+        let key = try XCTUnwrap(OSDPKey(bytes: v.hex("scbk")))
+        let store = MemoryOSDPStore()
+        let logs = OSDPLogLines()
+        let pd = try OSDPTest.peripheral(OSDPTest.configuration(address: 0, secure: .required, key: key, installMode: true),
+                                         store: store, logger: logs.logger, random: v.hex("rnd_b"))
+        let script = exchanges(v, "takeover_exchanges")
+        XCTAssertEqual(script.count, 4)
+        var effects: [OSDPEffect] = []
+        for (note, command, reply) in script {
+            let steps = pd.receive(command, at: OSDPTest.t0)
+            XCTAssertEqual(OSDPTest.hex(steps.first?.reply), Hex.string(reply), note)
+            effects += steps.flatMap(\.effects)
+        }
+        XCTAssertTrue(store.keys.isEmpty)
+        XCTAssertEqual(pd.configuration.key, key)
+        XCTAssertFalse(pd.isSecureChannelActive)
+        XCTAssertFalse(effects.contains { if case .secureChannel(active: true, _) = $0 { return true } else { return false } }, "\(effects)")
+        XCTAssertTrue(logs.contains("a CHLNG for the default key SCBK-D was refused with NAK 06: a key is installed, so install mode is over"), "\(logs.all)")
+        // The real key still opens the channel (the first exchanges of the main session, at address 5).
+        let real = try OSDPTest.peripheral(OSDPTest.configuration(address: 5, secure: .required, key: key, installMode: true),
+                                           random: v.hex("rnd_b"))
+        for exchange in v.exchanges.prefix(3) {
+            XCTAssertEqual(OSDPTest.hex(real.receive(exchange.command, at: OSDPTest.t0).first?.reply), Hex.string(exchange.reply), exchange.note)
+        }
+        XCTAssertTrue(real.isSecureChannelActive)
+    }
+
     func testKeysetThatCannotBeSavedIsRefusedAndTheOldKeyStays() throws {
         let v = try vectors()
         let store = MemoryOSDPStore()

@@ -41,8 +41,38 @@ extension OSDPOutput {
                 })),
             doctor: { settings, context in
                 guard settings.osdp.device != nil else { return [] }
-                return doctorRows(settings, context: context, system: system, firmware: firmware)
+                return securityRows(settings, firmware: firmware)
+                    + doctorRows(settings, context: context, system: system, firmware: firmware)
             })
+    }
+
+    /// Doctor's rows on what the security settings give up: `osdp-secure = optional` (a warning), and
+    /// `osdp-install-mode` when it is on (a warning while it is open, a pass when a key makes it inert).
+    static func securityRows(_ settings: RunSettings, firmware: [UInt8]) -> [DoctorRow] {
+        let osdp = settings.osdp
+        var rows: [DoctorRow] = []
+        if osdp.secure == .optional {
+            rows.append(.warn(.osdp, "osdp secure mode", "plain text allowed: any device on the bus may move the reader with a plain-text COMSET (another address and speed, kept across restarts) and take the card reads with plain-text POLLs",
+                              fix: "set osdp-secure = required once the panel uses the secure channel"))
+        }
+        guard osdp.installMode && osdp.secure != .off else { return rows }
+        let startup: OSDPStartup
+        do throws(UsageError) {
+            startup = try OSDPStartup.resolve(osdp, features: features(settings), firmware: firmware)
+        } catch {
+            rows.append(.fail(.osdp, "osdp install mode", error.message, fix: "correct the key or state file as the message says"))
+            return rows
+        }
+        switch startup.installMode {
+        case .off:
+            break
+        case .open:
+            rows.append(.warn(.osdp, "osdp install mode", "open: no key in \(osdp.scbkFile) yet; the first device on the bus to open the secure channel with the default key SCBK-D and send KEYSET owns the reader",
+                              fix: "let the panel enrol the reader now (install mode ends for good with its KEYSET), then set osdp-install-mode = no"))
+        case .inert(let check, _):
+            rows.append(.pass(.osdp, "osdp install mode", "on but inert: \(osdp.scbkFile) holds a key (check value \(Hex.string(check))), so the default key SCBK-D is refused; set osdp-install-mode = no"))
+        }
+        return rows
     }
 
     /// Doctor's rows: the port opened as `run` opens it; what a passive listener hears for the capture

@@ -41,6 +41,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
             throw UsageError("osdp-card-format = wiegand needs the Wiegand encoder: configure the [wiegand] format, or use osdp-card-format = raw")
         }
         let startup = try OSDPStartup.resolve(settings, features: features, firmware: firmware, machineIDPath: machineIDPath)
+        for warning in startup.warnings { logger.warning(warning) }
         for note in startup.notes { logger.notice(note) }
         let store = OSDPFileStore(keyPath: settings.scbkFile, statePath: settings.stateFile,
                                   state: startup.persisted ?? OSDPPersistedState())

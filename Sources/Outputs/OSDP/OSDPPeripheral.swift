@@ -8,7 +8,8 @@ public struct OSDPPeripheralConfiguration: Sendable {
     /// The line speed now: osdp_COM repeats it when an osdp_COMSET cannot be applied.
     public var baud: Int
     public var secure: OSDPSecureMode
-    /// Accept SCBK-D (key selector 0) and one osdp_KEYSET.
+    /// Accept SCBK-D (key selector 0) and one osdp_KEYSET, but only while `key` is nil: with a key
+    /// installed SCBK-D is refused and osdp_PDCAP does not offer it.
     public var installMode: Bool
     /// The SCBK (nil: none yet; only install mode can set up a channel then).
     public var key: OSDPKey?
@@ -116,7 +117,9 @@ public final class OSDPPeripheral {
     public var address: UInt8 { configuration.address }
     public var isSecureChannelActive: Bool { channel.isActive }
     public var isOnline: Bool { link == .online }
-    public var installMode: Bool { configuration.installMode }
+    /// Install mode is open: asked for, and no key installed yet. Once there is a key (from the key file or
+    /// a KEYSET) SCBK-D is refused whatever the setting says.
+    public var installMode: Bool { configuration.installMode && configuration.key == nil }
     public var pendingReads: Int { pending.count }
 
     /// The key check value of `key`: the first 3 bytes of AES-ECB(key, 16 zero bytes).
@@ -316,6 +319,15 @@ public final class OSDPPeripheral {
                     return cryptoFailure(&x, error)
                 }
                 channel = .active(session)
+                // Inside the channel a command's data travels encrypted (SCS_17). Data in clear with only a
+                // MAC (SCS_15) is refused and not acted on: a KEYSET's key must never cross the line in clear.
+                if type == OSDPSecurityBlock.commandMAC.rawValue && !data.isEmpty {
+                    if code == OSDPCommand.keyset.rawValue {
+                        logger.warning("osdp: KEYSET with the new key in clear (SCS_15, MAC only) refused with NAK 06; the key is not changed",
+                                       rateLimitKey: "osdp-keyset-scs15")
+                    }
+                    return nak(&x, .securityConditions, "command \(hex(code)) with \(data.count) data bytes in clear (SCS_15) inside the secure channel; data must be encrypted (SCS_17)")
+                }
             default:
                 return nak(&x, .unsupportedSecurityBlock, "security block type \(hex(type)) with command \(hex(code))")
             }
@@ -362,7 +374,7 @@ public final class OSDPPeripheral {
         case .capabilities:
             guard length(data.count == 1) else { return }
             reply(&x, .capabilities, OSDPCapabilities.data(features: configuration.features, secure: configuration.secure,
-                                                           defaultKeyAccepted: configuration.installMode,
+                                                           defaultKeyAccepted: installMode,
                                                            receiveBuffer: configuration.receiveBuffer))
         case .localStatus:
             guard length(data.isEmpty) else { return }
@@ -485,6 +497,12 @@ public final class OSDPPeripheral {
             }
             scbk = key
         case 0?:
+            if configuration.key != nil {
+                logger.warning("osdp: a CHLNG for the default key SCBK-D was refused with NAK 06: a key is installed"
+                               + (configuration.installMode ? ", so install mode is over" : ""),
+                               rateLimitKey: "osdp-scbkd-with-key")
+                return nak(&x, .securityConditions, "CHLNG for SCBK-D while a key is installed")
+            }
             guard configuration.installMode else {
                 return nak(&x, .securityConditions, "CHLNG for SCBK-D outside install mode")
             }

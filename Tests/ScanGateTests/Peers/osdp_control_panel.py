@@ -8,13 +8,16 @@ The test talks to it in JSON lines:
   stdin  {"cmd": "start", "address": 0, "scbk": "<32 hex>" | null, "enforce_secure": true}
          {"cmd": "led", ...libosdp LED fields...}   {"cmd": "buzzer", ...}   {"cmd": "text", "data": "..."}
          {"cmd": "comset", "address": n, "baud_rate": n}
+         {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
+                               line tries SCBK-D and KEYSET (osdp_attacker_cp.py, not libosdp)
          {"cmd": "stop"}       stop the CP's refresh thread: no more polls
          {"cmd": "teardown"}   stop and drop the CP (a new "start" builds a fresh one)
          {"cmd": "quit"}
   stdout "@@ " + JSON: {"event": "ready", "device": "/dev/pts/N"}, {"event": "online", "sc": bool},
          {"event": "offline"}, {"event": "card", "reader": n, "format": n, "bits": n, "data": "<hex>"},
          {"event": "submitted", "cmd": "...", "ok": bool}, {"event": "completed", "command": n, "status": n},
-         {"event": "stopped"}, {"event": "torn-down"}, {"event": "error", "message": "..."}
+         {"event": "stopped"}, {"event": "torn-down"}, {"event": "error", "message": "..."},
+         {"event": "attack", "steps": [{"sent": "...", "reply": "NAK", "nak": 6}, ...], "took_over": bool}
 
 Everything it does is driven by those commands and by libosdp's own callbacks; the only timing is the
 watcher's 50 ms look at the CP's online and secure-channel state. Lines without the "@@ " prefix (libosdp's
@@ -267,6 +270,12 @@ def main():
                 })
             elif name == "comset":
                 peer.submit("comset", {"command": Command.Comset, "address": cmd["address"], "baud_rate": cmd["baud_rate"]})
+            elif name == "attack":
+                if peer.cp is not None or peer.controller is None:
+                    emit(event="error", message="attack: needs the pseudo-terminal and no CP running (teardown first)")
+                else:
+                    from osdp_attacker_cp import attack
+                    emit(event="attack", **attack(peer.controller, int(cmd.get("address", 0)), bytes.fromhex(cmd["key"])))
             elif name == "stop":
                 peer.stop()
             elif name == "teardown":

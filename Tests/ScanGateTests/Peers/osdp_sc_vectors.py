@@ -220,6 +220,62 @@ def main():
     install_exchange("CHLNG for SCBK-D after KEYSET -> NAK 06",
                      frame(0, 2, 0x76, rnd_a2, scb=b"\x03\x11\x00"), frame(0x80, 2, 0x41, b"\x06"))
 
+    # The PD at address 5 with the SCBK again, a fresh session (RND.A 3), and a CP that sends data in
+    # clear with only a MAC (SCS_15). Inside the channel data must come encrypted (SCS_17): every such
+    # command is NAK 06 (sent inside the channel: MAC, data encrypted, SCS_18) and not acted on; a POLL
+    # (no data) with SCS_15 is fine, and the chain goes on.
+    rnd_a3 = bytes.fromhex("D0D1D2D3D4D5D6D7")
+    t = Session(scbk, rnd_a3, rnd_b)
+    attacker_key = bytes.fromhex("DEADBEEFDEADBEEFDEADBEEFDEADBEEF")
+    rotated_key = bytes.fromhex("0F1E2D3C4B5A69788796A5B4C3D2E1F0")
+    scs15 = []
+
+    def scs15_exchange(note, command, reply):
+        scs15.append({"note": note, "command": command.hex().upper(), "reply": reply.hex().upper()})
+
+    scs15_exchange("CHLNG -> CCRYPT",
+                   frame(pd_address, 0, 0x76, rnd_a3, scb=b"\x03\x11\x01"),
+                   frame(reply_address, 0, 0x76, cuid + rnd_b + t.client_cryptogram, scb=b"\x03\x12\x01"))
+    scs15_exchange("SCRYPT -> RMAC_I",
+                   frame(pd_address, 1, 0x77, t.server_cryptogram, scb=b"\x03\x13\x01"),
+                   frame(reply_address, 1, 0x78, t.rmac_i, scb=b"\x03\x14\x01"))
+    c = frame(pd_address, 2, 0x75, b"\x01\x10" + attacker_key, scb=b"\x02\x15", session=t, is_command=True)
+    r = frame(reply_address, 2, 0x41, b"\x06", scb=b"\x02\x18", session=t, is_command=False, encrypt=True)
+    scs15_exchange("KEYSET, key in clear (SCS_15) -> NAK 06 (SCS_18)", c, r)
+    c = frame(pd_address, 3, 0x69, led, scb=b"\x02\x15", session=t, is_command=True)
+    r = frame(reply_address, 3, 0x41, b"\x06", scb=b"\x02\x18", session=t, is_command=False, encrypt=True)
+    scs15_exchange("LED in clear (SCS_15) -> NAK 06 (SCS_18)", c, r)
+    c = frame(pd_address, 1, 0xA7, b"\x10\x27", scb=b"\x02\x15", session=t, is_command=True)
+    r = frame(reply_address, 1, 0x41, b"\x06", scb=b"\x02\x18", session=t, is_command=False, encrypt=True)
+    scs15_exchange("KEEPACTIVE in clear (SCS_15) -> NAK 06 (SCS_18)", c, r)
+    c = frame(pd_address, 2, 0x60, scb=b"\x02\x15", session=t, is_command=True)
+    r = frame(reply_address, 2, 0x40, scb=b"\x02\x16", session=t, is_command=False)
+    scs15_exchange("POLL (SCS_15) -> ACK (SCS_16)", c, r)
+    c = frame(pd_address, 3, 0x75, b"\x01\x10" + rotated_key, scb=b"\x02\x17", session=t, is_command=True, encrypt=True)
+    r = frame(reply_address, 3, 0x40, scb=b"\x02\x16", session=t, is_command=False)
+    scs15_exchange("KEYSET, encrypted (SCS_17) -> ACK (SCS_16)", c, r)
+
+    # A PD in install mode that already has a key (the SCBK) at address 0: a device opening the channel
+    # with SCBK-D is refused at the CHLNG, its SCRYPT finds no handshake, and its KEYSET (plain, or with a
+    # MAC from the SCBK-D session it never got) is refused too.
+    rnd_a4 = bytes.fromhex("E0E1E2E3E4E5E6E7")
+    dd = Session(bytes(range(0x30, 0x40)), rnd_a4, rnd_b)
+    takeover = []
+
+    def takeover_exchange(note, command, reply):
+        takeover.append({"note": note, "command": command.hex().upper(), "reply": reply.hex().upper()})
+
+    takeover_exchange("CHLNG for SCBK-D while a key is installed -> NAK 06",
+                      frame(0, 0, 0x76, rnd_a4, scb=b"\x03\x11\x00"), frame(0x80, 0, 0x41, b"\x06"))
+    takeover_exchange("SCRYPT (SCBK-D) without a handshake -> NAK 06",
+                      frame(0, 1, 0x77, dd.server_cryptogram, scb=b"\x03\x13\x00"), frame(0x80, 1, 0x41, b"\x06"))
+    takeover_exchange("KEYSET (SCS_17, SCBK-D session) without a channel -> NAK 06",
+                      frame(0, 2, 0x75, b"\x01\x10" + attacker_key, scb=b"\x02\x17", session=dd, is_command=True,
+                            encrypt=True),
+                      frame(0x80, 2, 0x41, b"\x06"))
+    takeover_exchange("KEYSET in plain text -> NAK 06",
+                      frame(0, 3, 0x75, b"\x01\x10" + attacker_key), frame(0x80, 3, 0x41, b"\x06"))
+
     json.dump({
         "generator": "Tests/ScanGateTests/Peers/osdp_sc_vectors.py (PyPI cryptography)",
         "scbk": scbk.hex().upper(), "rnd_a": rnd_a.hex().upper(), "rnd_b": rnd_b.hex().upper(),
@@ -232,6 +288,11 @@ def main():
         "exchanges": exchanges,
         "install_new_key": new_key.hex().upper(),
         "install_exchanges": install,
+        "scs15_rnd_a": rnd_a3.hex().upper(),
+        "scs15_attacker_key": attacker_key.hex().upper(),
+        "scs15_rotated_key": rotated_key.hex().upper(),
+        "scs15_exchanges": scs15,
+        "takeover_exchanges": takeover,
     }, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
