@@ -1,3 +1,4 @@
+import Synchronization
 import Tools
 import Wiegand
 import Core
@@ -30,7 +31,8 @@ enum BenchCommand {
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
                        exists): QR >= 100/104, 1D >= 205/259, misreads <= zbarimg's 6
-        A progress line goes to stderr; --json prints the same figures as one JSON object.
+        A progress line goes to stderr (the stage, N/M, and its seconds); --json prints the same figures
+        as one JSON object. Ctrl-C prints the figures measured so far and exits 130.
         Exit 0 when every target is met, 1 otherwise, 2 on a bad flag.
         """
 
@@ -53,10 +55,41 @@ enum BenchCommand {
         } catch {
             return usageError(error.message)
         }
+        // Ctrl-C (or SIGTERM) prints what was measured so far, then exits 130: a long run is not lost.
+        SignalHandlers.blockSignals()
         let progressLine = ProgressLine(interval: 5)
-        options.progress = { message in progressLine.show("bench: \(message)") }
+        let partial = Mutex<BenchReport>(BenchReport())
+        let stage = Mutex<(name: String, since: MonotonicInstant)?>(nil)
+        let signals = SignalHandlers()
+        signals.on([SIGINT, SIGTERM]) { _ in
+            progressLine.finish()
+            let report = partial.withLock { $0 }
+            let at = stage.withLock { $0?.name } ?? "the start"
+            Logger.writeToStderr("bench: interrupted during \(at); \(report.rows.count) figures measured before it:")
+            _ = FileDescriptor(rawValue: 1).writeAll(Array(((json ? report.json() : report.table()) + "\n").utf8))
+            _exit(130)
+        }
+        try? signals.start()
+        // The line moves: the stage and its seconds, redrawn every second on a terminal.
+        options.progress = { message in
+            stage.withLock { $0 = (message, .now()) }
+            progressLine.show("bench: \(message)")
+        }
+        let ticking = Atomic<Bool>(true)
+        let ticker = try? PosixThread(name: "bench-progress") {
+            while ticking.load(ordering: .relaxed) {
+                sleepThread(milliseconds: 1000)
+                guard let (name, since) = stage.withLock({ $0 }) else { continue }
+                progressLine.show("bench: \(name), \(Int(MonotonicInstant.now().milliseconds(since: since) / 1000)) s")
+            }
+        }
+        defer {
+            ticking.store(false, ordering: .relaxed)
+            ticker?.join()
+            signals.cancel()
+        }
         do {
-            let report = try measure(options, corpus: corpus ?? defaultCorpus())
+            let report = try measure(options, corpus: corpus ?? defaultCorpus()) { report in partial.withLock { $0 = report } }
             progressLine.finish()
             print(json ? report.json() : report.table())
             return report.allPassed ? 0 : 1
@@ -74,9 +107,19 @@ enum BenchCommand {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR ? "../shared/corpus" : nil
     }
 
-    static func measure(_ options: Benchmarks.Options, corpus: String?) throws -> BenchReport {
+    /// Every figure, stage by stage; `measured` is given the report after each stage (for Ctrl-C).
+    static func measure(_ options: Benchmarks.Options, corpus: String?,
+                        measured: (BenchReport) -> Void = { _ in }) throws -> BenchReport {
         let bench = Benchmarks(options: options)
         var report = BenchReport()
+        let stages = corpus == nil ? 10 : 11
+        var done = 0
+        func next(_ name: String) {
+            measured(report)
+            done += 1
+            options.progress("\(done)/\(stages) \(name)")
+        }
+        next("throughput")
         let traffic = try BenchFrames.render(BenchFrames.traffic, name: "traffic")
         let idleFrames = try BenchFrames.render(BenchFrames.idle, name: "idle")
 
@@ -87,14 +130,17 @@ enum BenchCommand {
                          ("decode", t.stages.decode.meanMilliseconds), ("debounce", t.stages.debounce.meanMilliseconds),
                          ("sinks", t.stages.sinks.meanMilliseconds)]
 
+        next("idle cost")
         let idle = try bench.idleCost(frames: idleFrames)
         report.rows.append(.init(name: "idle CPU per frame / one full zbar pass", measured: "\(fmt(idle.ratio * 100, 1))% (\(fmt(idle.gatedMs, 3)) / \(fmt(idle.fullPassMs, 2)) ms)",
                                  target: "<= 10%", pass: idle.ratio <= 0.10))
 
+        next("first frame")
         let (first, cases) = try bench.firstFrameReads()
         report.rows.append(.init(name: "codes read on their first frame (gated)", measured: "\(first)/\(cases)",
                                  target: "all", pass: first == cases))
 
+        next("latency")
         let lat = try bench.latency(frames: traffic)
         report.latency = lat.serial
         report.latencyGPIO = lat.gpio
@@ -106,6 +152,7 @@ enum BenchCommand {
 
         let scenarioPath = try writeTemporary(BenchFrames.traffic, name: "traffic.scenario")
         defer { unlink(scenarioPath) }
+        next("memory (\(options.memoryFrames) frames)")
         let mem = try bench.memory(executable: try DaemonProcess.selfExecutable(), scenarioPath: scenarioPath)
         report.rows.append(.init(name: "daemon steady RSS, \(mem.frames) frames", measured: "\(fmt(mem.steadyMiB, 1)) MiB",
                                  target: "<= 25 MB", pass: mem.steadyMiB <= 25 * 1_000_000 / 1_048_576))
@@ -116,7 +163,7 @@ enum BenchCommand {
         report.rows.append(.init(name: "codes reported in the memory run", measured: "\(mem.reported)/\(mem.expected)",
                                  target: "exactly", pass: mem.reported == mem.expected))
 
-        options.progress("Wiegand timing")
+        next("Wiegand timing")
         let wiegand = try WiegandBench(frames: 20).run()
         report.rows.append(.init(name: "Wiegand pulse width (in-memory chip)",
                                  measured: wiegand.pulses?.description ?? "none sent",
@@ -127,10 +174,10 @@ enum BenchCommand {
         report.rows.append(.init(name: "Wiegand frames sent right to the bit", measured: "\(wiegand.framesSent)/\(wiegand.framesExpected)",
                                  target: "all", pass: wiegand.framesSent == wiegand.framesExpected))
 
-        options.progress("signed passes")
+        next("signed passes")
         let credentials = try benchCredentials()
         report.rows += credentials.rows(zbarPassMilliseconds: idle.fullPassMs)
-        options.progress("MQTT")
+        next("MQTT")
         let mqtt = try BenchMQTT.run()
         report.rows.append(.init(name: "MQTT event -> PUBACK, p50/p99 (loopback)",
                                  measured: "\(fmt(mqtt.latency.p50Milliseconds, 2))/\(fmt(mqtt.latency.p99Milliseconds, 2)) ms (\(mqtt.latency.samples.count) events)",
@@ -143,7 +190,7 @@ enum BenchCommand {
         report.rows.append(.init(name: "throughput with MQTT on / off",
                                  measured: "\(fmt(withMQTT.ratio * 100, 1))% (\(fmt(withMQTT.onFPS, 1)) / \(fmt(withMQTT.offFPS, 1)) fps, \(withMQTT.acknowledged)/\(withMQTT.reported) events acknowledged)",
                                  target: ">= 97%", pass: withMQTT.ratio >= 0.97 && withMQTT.acknowledged >= withMQTT.reported && withMQTT.reported > 0))
-        options.progress("OSDP reply time")
+        next("OSDP reply time")
         // 200 polls every 50 ms (libosdp's CP polls that often), once idle and once while a thread decodes
         // the traffic frames with zbar (the decode queue's work beside the link thread).
         let osdpIdle = try BenchOSDP.pollLatency(polls: 200)
@@ -151,12 +198,12 @@ enum BenchCommand {
         let osdpBusy = try BenchOSDP.pollLatency(polls: 200, decodeFrames: traffic)
         report.rows += BenchOSDP.rows(osdpBusy, label: "while decoding")
 
-        options.progress("start-up")
+        next("start-up")
         let startup = try startupMilliseconds(rounds: options.rounds)
         report.rows.append(.init(name: "start-up to first decoded code", measured: "\(fmt(startup, 1)) ms",
                                  target: "<= 300 ms", pass: startup <= 300))
         if let corpus {
-            options.progress("accuracy on \(corpus)")
+            next("accuracy on \(corpus)")
             let acc = measureAccuracy(corpus: corpus + "/samples")
             if let qr = acc.group("QR") {
                 report.rows.append(.init(name: "real photos, QR read (decode-image)", measured: "\(qr.strict)/\(qr.cases), \(fmt(qr.msPerImage, 1)) ms/image",

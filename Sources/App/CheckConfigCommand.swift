@@ -61,9 +61,9 @@ public enum CheckConfigCommand {
                 try Catalog.check(settings)
                 _ = try ZbarDecoder(settings: settings.decoder)
             } catch let error as UsageError {
-                throw UsageError("\(file): \(error.message)")
+                throw UsageError(Configuration.explain(error.message, configPath: file, flagAssignments: flags.assignments))
             } catch {
-                throw UsageError("\(file): \(error)")
+                throw UsageError(Configuration.explain("\(error)", configPath: file, flagAssignments: flags.assignments))
             }
             var header = ["effective configuration: defaults, then \(file)"]
             if !flags.assignments.isEmpty {

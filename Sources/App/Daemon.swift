@@ -107,7 +107,7 @@ final class Daemon: @unchecked Sendable {
             decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
             policies = try Catalog.policies(settings, logger: logger)
         } catch {
-            return usageError("\(error)")
+            return usageError(Configuration.explain("\(error)", configPath: configPath, flagAssignments: flags))
         }
         decoder = FaultInjection.wrap(decoder, logger: logger)
 
@@ -187,8 +187,14 @@ final class Daemon: @unchecked Sendable {
                 defer { c.reloadRequested = false }
                 return c.reloadRequested && !c.terminating
             }
-            logger.info("stopped: \(pipeline.stats.captured) frames captured, \(pipeline.stats.decoded) decoded, "
-                        + "\(pipeline.droppedFrames) dropped, \(pipeline.stats.reported) codes reported")
+            // A reload ends one pipeline run, not the daemon: say so, so it does not read like a crash.
+            let counts = "\(pipeline.stats.captured) frames captured, \(pipeline.stats.decoded) decoded, "
+                + "\(pipeline.droppedFrames) dropped, \(pipeline.stats.reported) codes reported"
+            if reload && outcome == .finished {
+                logger.info("reloading the configuration (this run: \(counts))")
+            } else {
+                logger.info("stopped: \(counts)")
+            }
             sourceOpen = pipeline.sourceLeftOpen
             endedOnItsOwn = !pipeline.wasSignalled
             guard reload, outcome == .finished else { break }
@@ -225,6 +231,7 @@ final class Daemon: @unchecked Sendable {
             settings = new
             stopTimeoutMs.store(new.service.stopTimeoutMs, ordering: .relaxed)
             logger.level = new.logLevel
+            logger.notice("reloaded: \(configPath.map { "defaults, then \($0)" } ?? "defaults and flags"); scanning")
             notifier.ready()
         }
 

@@ -26,6 +26,7 @@ enum DecodeImageCommand {
                                Shift_JIS or ISO-8859-1 when it is not UTF-8 already)
           --verbose            prefix each line with FILE:, the symbology and the pass that read it
           --corpus DIR         score the real-photo corpus in DIR (eval.py's rules) and print the table
+        Each file in which nothing was found is named on stderr ("FILE: no code found").
         Exit: 0 something was found, 1 nothing was, 2 a file could not be read or a flag is wrong.
         """
 
@@ -93,7 +94,12 @@ enum DecodeImageCommand {
                 unreadable = true
                 continue
             }
-            for symbol in decoder.decode(width: image.width, height: image.height, luma: image.pixels) {
+            let symbols = decoder.decode(width: image.width, height: image.height, luma: image.pixels)
+            if symbols.isEmpty {
+                // stdout stays codes only; the file that held none is named on stderr.
+                Logger.writeToStderr("scangate: \(Logger.escapeControls(path)): no code found")
+            }
+            for symbol in symbols {
                 found = true
                 var line: [UInt8] = verbose
                     ? Array("\(path): \(symbol.symbology.zbarName) [\(decoder.lastPass ?? "")]: ".utf8) : []

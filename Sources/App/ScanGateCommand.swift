@@ -11,7 +11,7 @@ public enum ScanGateCommand {
     public static let version = Catalog.version
 
     static let commands: [(name: String, summary: String, run: @Sendable ([String]) -> Int32)] = [
-        ("run", "run the scanning daemon (default command)", RunCommand.run),
+        ("run", "run the scanning daemon (also when the first argument is an option)", RunCommand.run),
         ("decode-image", "decode codes in PNG, JPEG or PGM files", DecodeImageCommand.run),
         ("make-code", "draw a QR or barcode in the terminal, or to a PNG/PGM file", MakeCodeCommand.run),
         ("credential", "signed passes: make a signing key, issue a pass, verify passes (keygen, issue, verify)", CredentialCommand.run),
@@ -26,7 +26,11 @@ public enum ScanGateCommand {
 
     public static func main(arguments: [String]) -> Int32 {
         _ = shim_stdout_line_buffered()
-        guard let first = arguments.first else { return RunCommand.run([]) }
+        guard let first = arguments.first else {
+            // Bare `scangate` used to start the daemon on /dev/video0 for good; a person typing it wants help.
+            Logger.writeToStderr(usage + "\n\nscangate: no command given (the daemon is `scangate run`)")
+            return ExitCode.usage.rawValue
+        }
         switch first {
         case "-h", "--help", "help":
             print(usage)

@@ -89,10 +89,12 @@ public struct DoctorReport: Equatable, Sendable {
         let indent = String(repeating: " ", count: checkWidth + resultWidth)
         var lines = ["CHECK".padding(checkWidth) + "RESULT".padding(resultWidth) + "DETAIL"]
         for row in rows {
-            let detail = Logger.escape(row.detail)
+            // Control characters only: a detail that already shows an escape (a serial prefix \x02) keeps
+            // its one backslash. A payload in view is escaped whole where it is described.
+            let detail = Logger.escapeControls(row.detail)
             lines.append(row.check.padding(checkWidth) + row.result.rawValue.padding(resultWidth)
                          + (detail.isEmpty ? "-" : detail))
-            if !row.fix.isEmpty { lines.append(indent + "fix: " + Logger.escape(row.fix)) }
+            if !row.fix.isEmpty { lines.append(indent + "fix: " + Logger.escapeControls(row.fix)) }
         }
         let passed = rows.filter { $0.result == .pass }.count
         let skipped = rows.filter { $0.result == .skip }.count

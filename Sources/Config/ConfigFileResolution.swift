@@ -16,4 +16,49 @@ public enum Configuration {
         try CommandLineParser.apply(flagAssignments, to: &settings)
         return settings
     }
+
+    /// A check's message in the words of where the settings came from. The checks name options as
+    /// flags (`--door-relay needs a GPIO chip: set --door-relay-chip`); when every setting came from the
+    /// file, they become its keys, and the message starts with the file and the line of the first key it
+    /// names: `scangate.conf:7: door-relay needs a GPIO chip: set door-relay-chip or gpio-chip ...`.
+    public static func explain(_ message: String, configPath: String?, flagAssignments: [(OptionSpec, String)],
+                               table: [OptionSpec] = OptionTable.all) -> String {
+        guard let path = configPath, flagAssignments.isEmpty, !message.hasPrefix(path) else { return message }
+        // Each `--name` of a known option, longest names first (so --door-relay-chip is not read as
+        // --door-relay), where the next character does not continue a name.
+        var found: [(range: Range<String.Index>, name: String)] = []
+        for option in table.sorted(by: { $0.name.count > $1.name.count }) {
+            var from = message.startIndex
+            while let range = message.range(of: "--" + option.name, range: from..<message.endIndex) {
+                from = range.upperBound
+                if range.upperBound < message.endIndex, let c = message[range.upperBound].unicodeScalars.first,
+                   c.properties.isAlphabetic || c == "-" || ("0"..."9").contains(c) { continue }
+                if found.contains(where: { $0.range.overlaps(range) }) { continue }
+                found.append((range, option.name))
+            }
+        }
+        found.sort { $0.range.lowerBound < $1.range.lowerBound }
+        var text = message
+        for hit in found.reversed() { text.replaceSubrange(hit.range, with: hit.name) }
+        // Keys the message names as keys already (wiegand-d1 is missing), for the line.
+        func continuesName(_ c: Character?) -> Bool {
+            guard let scalar = c?.unicodeScalars.first else { return false }
+            return scalar.properties.isAlphabetic || scalar == "-" || ("0"..."9").contains(scalar)
+        }
+        if found.isEmpty {
+            for option in table {
+                guard let range = text.range(of: option.name) else { continue }
+                let before = range.lowerBound > text.startIndex ? text[text.index(before: range.lowerBound)] : nil
+                let after = range.upperBound < text.endIndex ? text[range.upperBound] : nil
+                if !continuesName(before) && !continuesName(after) { found.append((range, option.name)) }
+            }
+            found.sort { $0.range.lowerBound < $1.range.lowerBound }
+        }
+        // The line of the first key named that the file sets (a key it lacks has no line).
+        let entries = (try? ConfigFile.load(path: path, table: table)) ?? []
+        for hit in found {
+            if let entry = entries.first(where: { $0.option.name == hit.name }) { return "\(path):\(entry.line): \(text)" }
+        }
+        return "\(path): \(text)"
+    }
 }

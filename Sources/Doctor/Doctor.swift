@@ -54,7 +54,8 @@ public enum Doctor {
         } catch {
             let fix = configPath.map { "correct it in \($0) (`scangate check-config \($0)` shows the same error)" }
                 ?? "correct the flag (scangate run --help lists every option and its values)"
-            return (nil, .fail(.config, "config", (error as? UsageError)?.message ?? "\(error)", fix: fix))
+            let message = Configuration.explain((error as? UsageError)?.message ?? "\(error)", configPath: configPath, flagAssignments: flags)
+            return (nil, .fail(.config, "config", message, fix: fix))
         }
         var source = configPath.map { "defaults, then \($0)" } ?? "defaults (no --config, and no \(ConfigFile.defaultPath))"
         if !flags.isEmpty { source += ", then " + flags.map { "--\($0.0.name)" }.joined(separator: " ") }

@@ -105,7 +105,7 @@ struct DoctorCameraCheck {
             if concealed {
                 payload = TokenFingerprint.describe(symbol.data)
             } else if let utf8 = String(validating: symbol.data, as: UTF8.self) {
-                payload = utf8.count > 80 ? String(utf8.prefix(80)) + "..." : utf8
+                payload = Logger.escape(utf8.count > 80 ? String(utf8.prefix(80)) + "..." : utf8)
             } else {
                 payload = "binary \(symbol.data.count) bytes 0x" + Hex.string(symbol.data.prefix(40))
                     + (symbol.data.count > 40 ? "..." : "")

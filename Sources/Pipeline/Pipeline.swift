@@ -147,6 +147,8 @@ public final class Pipeline: @unchecked Sendable {
                     setStatus(isPaused ? .paused : .scanning)
                 } catch let error as CaptureError where source.isReconnectable {
                     if case .badInput(let message) = error { return .badInput(message) }
+                    // --oneshot is a check run by a person: a camera missing at start is its answer.
+                    if options.oneshot && !firstFrameSeen { return .failed("\(error.description) (--oneshot does not wait for the camera)") }
                     reportLost(error.description)
                     waitBackoff(&backoffMs)
                     continue
@@ -154,6 +156,7 @@ public final class Pipeline: @unchecked Sendable {
                     return .badInput(error.message)
                 } catch {
                     if source.isReconnectable {
+                        if options.oneshot && !firstFrameSeen { return .failed("\(error) (--oneshot does not wait for the camera)") }
                         reportLost("\(error)")
                         waitBackoff(&backoffMs)
                         continue

@@ -1,15 +1,17 @@
 import Foundation
 import XCTest
 
-/// The README's "Issuing passes from your own server" examples, run as printed with the project's
-/// PyJWT and cwt (.build/venv), with a key from `scangate credential keygen` as signing-key.pem; each
-/// pass they make must verify with `scangate credential verify` against the JWKS keygen wrote.
+/// The examples a newcomer copies, run as printed: docs/signed-passes.md's "Issuing passes from your own
+/// server" with the project's PyJWT and cwt (.build/venv), with a key from `scangate credential keygen`
+/// as signing-key.pem, each pass verified with `scangate credential verify` against the JWKS keygen wrote;
+/// and the README's door configs and pass commands (issue 27: its example set credential-audience but
+/// issued passes without --aud, so every pass was refused).
 final class ReadmeExampleTests: XCTestCase {
     func pythonBlocks() throws -> [String] {
-        let readme = try String(contentsOfFile: TestFiles.repositoryRoot + "/README.md", encoding: .utf8)
-        guard let section = readme.range(of: "### Issuing passes from your own server"),
-              let end = readme.range(of: "### A site without a server", range: section.upperBound..<readme.endIndex) else {
-            XCTFail("README has no \"Issuing passes from your own server\" section")
+        let readme = try String(contentsOfFile: TestFiles.repositoryRoot + "/docs/signed-passes.md", encoding: .utf8)
+        guard let section = readme.range(of: "## Issuing passes from your own server"),
+              let end = readme.range(of: "## A site without a server", range: section.upperBound..<readme.endIndex) else {
+            XCTFail("docs/signed-passes.md has no \"Issuing passes from your own server\" section")
             return []
         }
         let text = readme[section.upperBound..<end.lowerBound]
@@ -50,5 +52,71 @@ final class ReadmeExampleTests: XCTestCase {
             XCTAssertTrue(verified.stdoutText.contains("number 12345678, kid site-2025"), verified.stdoutText)
             print("README \(variable) example: \(pass.count) characters, verified: \(verified.stdoutLines.first ?? "")")
         }
+    }
+
+    /// The README section `title`'s indented lines (4 spaces: commands and config), blank ones left out.
+    func readmeLines(_ title: String) throws -> [String] {
+        let readme = try String(contentsOfFile: TestFiles.repositoryRoot + "/README.md", encoding: .utf8)
+        guard let start = readme.range(of: "## " + title + "\n") else {
+            XCTFail("README has no \"\(title)\" section")
+            return []
+        }
+        let rest = readme[start.upperBound...]
+        let body = rest.range(of: "\n## ").map { rest[..<$0.lowerBound] } ?? rest
+        return body.split(separator: "\n").filter { $0.hasPrefix("    ") && $0.count > 4 }.map { String($0.dropFirst(4)) }
+    }
+
+    /// The INI lines among `lines`: sections and `key = value`.
+    func configLines(_ lines: [String]) -> [String] { lines.filter { $0.hasPrefix("[") || $0.contains(" = ") } }
+
+    func testTheControllerDoorConfigChecks() throws {
+        let config = configLines(try readmeLines("A door with a controller"))
+        XCTAssertEqual(config.first, "[camera]")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try TestFiles.write(config.joined(separator: "\n") + "\n", to: dir + "/scangate.conf")
+        let check = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertTrue(check.stdoutText.contains("serial = /dev/scangate-serial"), check.stdoutText)
+    }
+
+    /// The signed-pass section as an installer runs it: keygen, issue, verify, and the config checked
+    /// with the keys keygen wrote; the pass is accepted by a verify that uses the config's audience.
+    func testTheSignedPassDoorCommandsAndConfigAgree() throws {
+        let lines = try readmeLines("A door with signed passes")
+        let commands = lines.filter { $0.hasPrefix("scangate ") || $0.hasPrefix("scp ") }
+        let config = configLines(lines)
+        XCTAssertEqual(config.first, "[credential]")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func local(_ text: String) -> String {
+            text.replacingOccurrences(of: "/root/passes", with: dir + "/passes")
+                .replacingOccurrences(of: "/etc/scangate/credential-keys.jwks", with: dir + "/passes/credential-keys.jwks")
+                .replacingOccurrences(of: " pass.png", with: " \(dir)/pass.png")
+        }
+        var ran = 0
+        for line in commands {
+            let command = String(line.split(separator: "#", maxSplits: 1)[0]).trimmingCharacters(in: .whitespaces)
+            guard command.hasPrefix("scangate ") else { continue }   // scp to the kiosk
+            var args = local(command).split(separator: " ").map(String.init).dropFirst().map { $0 }
+            if args.starts(with: ["credential", "issue"]) {
+                // KID.key: the one file keygen wrote.
+                let key = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: dir + "/passes").first { $0.hasSuffix(".key") })
+                args = args.map { $0.hasSuffix("/KID.key") ? dir + "/passes/" + key : $0 }
+            }
+            if args.starts(with: ["credential", "verify"]) { args += ["--require-synced-clock", "no"] }
+            let result = try ScangateProcess.run(args)
+            XCTAssertEqual(result.status, 0, "\(command): \(result.stdoutText) \(result.stderr)")
+            ran += 1
+        }
+        XCTAssertEqual(ran, 3, "keygen, issue, verify")
+        try TestFiles.write(local(config.joined(separator: "\n")) + "\n", to: dir + "/scangate.conf")
+        let check = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        // The pass the README issues is for the audience its config sets.
+        let audience = try XCTUnwrap(config.first { $0.hasPrefix("credential-audience = ") }?.dropFirst("credential-audience = ".count))
+        let verified = try ScangateProcess.run(["credential", "verify", "--image", dir + "/pass.png", "--keys", dir + "/passes/credential-keys.jwks",
+                                                "--aud", String(audience), "--require-synced-clock", "no"])
+        XCTAssertEqual(verified.status, 0, verified.stdoutText + verified.stderr)
     }
 }

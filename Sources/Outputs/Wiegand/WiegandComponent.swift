@@ -74,7 +74,9 @@ extension WiegandOutput {
             let health = output.health
             output.close(deadline: .now().adding(milliseconds: 1000))
             guard health.state != .down else {
-                let why = health.lastError ?? health.detail
+                // Doctor tries once; the interval the row quotes is run's.
+                let why = (health.lastError ?? health.detail)
+                    .replacingOccurrences(of: "every \(quiet.retryMs) ms", with: "every \(WiegandRuntime().retryMs) ms under scangate run")
                 return [.fail(.wiegand, "wiegand lines", why, fix: fix(why))]
             }
             return [.pass(.wiegand, "wiegand lines", health.detail)]
