@@ -3,6 +3,11 @@
 
   pyjwt_peer.py cases DIR             writes DIR/peer.jwks (an Ed25519 and a P-256 key) and prints a JSON list
                                       of passes, each with the verdict a kiosk with aud "front-door" must give
+  pyjwt_peer.py issue DIR [--aud X] [--iss X] [--kid X] [--key-kid X] [--sub X]
+                                      writes DIR/peer.jwks (one Ed25519 key, kid --key-kid, default peer-ed) and
+                                      prints {"jwks", "token"}: one EdDSA pass for sub 4711 valid 10 minutes,
+                                      whose header names kid --kid (default the key's) and whose aud and iss
+                                      are as given (absent when not given), strings exactly as given
   pyjwt_peer.py verify JWKS TOKEN [--aud X] [--iss X]
                                       verifies a token ScanGate issued; prints its claims as JSON, or
                                       "refused: ..." and exits 1
@@ -83,6 +88,22 @@ def cases(directory):
     print(json.dumps({"jwks": jwks_path, "cases": out}))
 
 
+def issue(directory, options):
+    now = int(time.time())
+    ed = ed25519.Ed25519PrivateKey.generate()
+    jwks_path = os.path.join(directory, "peer.jwks")
+    key_kid = options.get("--key-kid", "peer-ed")
+    with open(jwks_path, "w") as f:
+        json.dump({"keys": [public_jwk(ed, key_kid)]}, f)
+    os.chmod(jwks_path, 0o644)
+    claims = {"sub": options.get("--sub", "4711"), "iat": now, "exp": now + 600}
+    for option, claim in (("--aud", "aud"), ("--iss", "iss")):
+        if option in options:
+            claims[claim] = options[option]
+    token = jwt.encode(claims, ed, algorithm="EdDSA", headers={"kid": options.get("--kid", key_kid)})
+    print(json.dumps({"jwks": jwks_path, "token": token}))
+
+
 def verify(jwks_path, token, audience=None, issuer=None):
     with open(jwks_path) as f:
         keyset = jwt.PyJWKSet.from_json(f.read())
@@ -104,6 +125,9 @@ def verify(jwks_path, token, audience=None, issuer=None):
 def main(argv):
     if len(argv) >= 2 and argv[0] == "cases":
         cases(argv[1])
+        return 0
+    if len(argv) >= 2 and argv[0] == "issue":
+        issue(argv[1], dict(zip(argv[2::2], argv[3::2])))
         return 0
     if len(argv) >= 3 and argv[0] == "verify":
         options = dict(zip(argv[3::2], argv[4::2]))
