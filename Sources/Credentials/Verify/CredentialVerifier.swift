@@ -109,7 +109,7 @@ public struct CredentialVerifier: Sendable {
         if let kid = token.keyID {
             guard token.keyIDIsText, let key = keys.key(id: kid) else {
                 // Non-ASCII escaped: kids are compared byte for byte, and "\u212a1" must not look like "K1".
-                throw Refusal(.unknownKey, "kid \(JSONText.asciiString(kid)) is not in credential-keys (\(keys.keys.map { Self.listed($0.keyID) }.joined(separator: ", ")))")
+                throw Refusal(.unknownKey, "kid \(Self.shown(kid)) is not in credential-keys (\(keys.keys.map { Self.listed($0.keyID) }.joined(separator: ", ")))")
             }
             guard key.algorithm == algorithm else {
                 throw Refusal(.algorithmNotAllowed, "kid \(JSONText.string(kid)) is \(key.algorithm.keyDescription); the pass says \(token.algorithmName)")
