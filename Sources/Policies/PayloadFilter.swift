@@ -7,17 +7,22 @@ public struct PayloadFilter: ReadPolicy, @unchecked Sendable {
     public let settings: FilterSettings
     // Regex is immutable once built; it is only read.
     private let regex: Regex<AnyRegexOutput>?
+    /// The same regex matching Unicode scalars, not characters: see `matchesRegex`.
+    private let scalarRegex: Regex<AnyRegexOutput>?
 
     public init(settings: FilterSettings) throws(UsageError) {
         self.settings = settings
         if let pattern = settings.allowRegex {
             do {
-                regex = try Regex(pattern)
+                let built = try Regex(pattern)
+                regex = built
+                scalarRegex = built.matchingSemantics(.unicodeScalar)
             } catch {
                 throw UsageError("--allow-regex: '\(pattern)' is not a valid regular expression: \(error)")
             }
         } else {
             regex = nil
+            scalarRegex = nil
         }
     }
 
@@ -57,11 +62,23 @@ public struct PayloadFilter: ReadPolicy, @unchecked Sendable {
            !settings.allowPrefixes.contains(where: { bytes.starts(with: Array($0.utf8)) }) {
             return .rejected(reason: "payload does not start with an allowed prefix")
         }
-        if let regex {
-            guard let text = String(validating: bytes, as: UTF8.self), (try? regex.wholeMatch(in: text)) != nil else {
+        if regex != nil {
+            guard let text = String(validating: bytes, as: UTF8.self), matchesRegex(text, ascii: bytes.allSatisfy { $0 < 0x80 }) else {
                 return .rejected(reason: "payload does not match allow-regex")
             }
         }
         return .accepted
+    }
+
+    /// Swift's Regex compares characters by Unicode canonical equivalence: `caf\u{e9}` in allow-regex
+    /// matches the decomposed "cafe\u{301}", whose bytes the operator never wrote (allow-prefix compares
+    /// bytes). A payload that is not ASCII must therefore also match scalar by scalar (the same scalars,
+    /// so the same bytes, for every literal). ASCII payloads match as they always have (for them the two
+    /// differ only in counting "\r\n" as one character).
+    private func matchesRegex(_ text: String, ascii: Bool) -> Bool {
+        guard let regex, (try? regex.wholeMatch(in: text)) != nil else { return false }
+        if ascii { return true }
+        guard let scalarRegex else { return false }
+        return (try? scalarRegex.wholeMatch(in: text)) != nil
     }
 }

@@ -25,12 +25,15 @@ public enum SignatureAlgorithm: String, CaseIterable, Sendable, CustomStringConv
     /// The COSE algorithm this program writes when it issues a pass.
     public var coseValue: Int64 { self == .ed25519 ? -8 : -7 }
 
-    /// A JWS `alg` value: EdDSA and Ed25519 mean Ed25519, ES256 means ECDSA P-256. Case-sensitive (RFC 7515).
+    /// A JWS `alg` value: EdDSA and Ed25519 mean Ed25519, ES256 means ECDSA P-256. Case-sensitive and
+    /// byte for byte (RFC 7515 §4.1.1), not by Unicode equivalence as a `switch` on strings would compare.
     public init?(joseName: String) {
-        switch joseName {
-        case "EdDSA", "Ed25519": self = .ed25519
-        case "ES256": self = .es256
-        default: return nil
+        if joseName.bytesEqual("EdDSA") || joseName.bytesEqual("Ed25519") {
+            self = .ed25519
+        } else if joseName.bytesEqual("ES256") {
+            self = .es256
+        } else {
+            return nil
         }
     }
 

@@ -25,6 +25,24 @@ public enum JSONText {
         return out
     }
 
+    /// As `string`, with every character outside ASCII escaped too (`"front-door-\u212a"`): for messages
+    /// about text compared byte for byte, where "K" and U+212A KELVIN SIGN, or a composed "é" and a
+    /// decomposed one, must not look alike. Still valid JSON for the same text.
+    public static func asciiString(_ text: String) -> String {
+        var out = ""
+        for scalar in string(text).unicodeScalars {
+            if scalar.isASCII {
+                out.unicodeScalars.append(scalar)
+                continue
+            }
+            for unit in String(scalar).utf16 {
+                let hex = String(unit, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            }
+        }
+        return out
+    }
+
     /// A number with at most `decimals` decimals, no exponent.
     public static func number(_ value: Double, decimals: Int = 3) -> String {
         guard value.isFinite else { return "null" }

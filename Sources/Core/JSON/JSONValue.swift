@@ -4,6 +4,10 @@ import Platform
 /// command. The parser is strict: one value and nothing after it but white space, UTF-8 only, no
 /// duplicate keys in an object (a second `"alg"` must not be able to hide the first), no lone
 /// surrogates, and limits on nesting and size, so hostile input fails with a reason instead of growing.
+///
+/// Strings and member names are equal when their UTF-8 bytes are (RFC 7519 §4.1, RFC 8259 §8.3), not by
+/// Unicode canonical equivalence as Swift's `String ==` has it: a member "\u212Aid" (KELVIN SIGN) is
+/// not "Kid", and "cafe\u0301" and "caf\u00e9" are two names, both allowed in one object.
 public enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
@@ -20,8 +24,21 @@ public enum JSONValue: Equatable, Sendable {
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
     public var objectValue: JSONObject? { if case .object(let o) = self { return o } else { return nil } }
 
-    /// The member `key` of an object (nil for other values or a missing key).
+    /// The member `key` of an object (nil for other values or a missing key); the name's bytes must match.
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
+
+    /// Strings compared byte for byte (see the type).
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.number(let x), .number(let y)): return x == y
+        case (.string(let x), .string(let y)): return x.bytesEqual(y)
+        case (.array(let x), .array(let y)): return x == y
+        case (.object(let x), .object(let y)): return x == y
+        default: return false
+        }
+    }
 
     /// Compact JSON text for this value; parses back to an equal value.
     public var text: String {
@@ -59,7 +76,7 @@ public struct JSONNumber: Equatable, Hashable, Sendable, CustomStringConvertible
     public var description: String { text }
 }
 
-/// An object's members in order, with unique keys.
+/// An object's members in order, with unique keys (unique as UTF-8 bytes; see JSONValue).
 public struct JSONObject: Equatable, Sendable {
     public private(set) var members: [(key: String, value: JSONValue)]
 
@@ -74,8 +91,9 @@ public struct JSONObject: Equatable, Sendable {
         }
     }
 
+    /// The member whose name has exactly the bytes of `key`.
     public subscript(key: String) -> JSONValue? {
-        members.first { $0.key == key }?.value
+        members.first { $0.key.bytesEqual(key) }?.value
     }
 
     public var keys: [String] { members.map(\.key) }
@@ -83,7 +101,7 @@ public struct JSONObject: Equatable, Sendable {
 
     public static func == (a: JSONObject, b: JSONObject) -> Bool {
         a.members.count == b.members.count
-            && zip(a.members, b.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+            && zip(a.members, b.members).allSatisfy { $0.key.bytesEqual($1.key) && $0.value == $1.value }
     }
 }
 
@@ -166,7 +184,7 @@ private struct JSONParser {
         i += 1
         var object = JSONObject()
         var pairs: [(String, JSONValue)] = []
-        var seen = Set<String>()
+        var seen = Set<UTF8Key>()
         skipSpace()
         if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
             i += 1
@@ -177,7 +195,7 @@ private struct JSONParser {
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a member name in quotes") }
             let keyOffset = i
             let key = try string()
-            guard seen.insert(key).inserted else { throw fail("the member name \(JSONText.string(key)) appears twice", at: keyOffset) }
+            guard seen.insert(UTF8Key(key)).inserted else { throw fail("the member name \(JSONText.string(key)) appears twice", at: keyOffset) }
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a member name") }
             i += 1

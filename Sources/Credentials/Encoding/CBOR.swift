@@ -1,3 +1,5 @@
+import Core
+
 /// A CBOR data item (RFC 8949), in the subset COSE and CWT use, read from untrusted bytes.
 ///
 /// Hand-written rather than libcbor's `cbor_load`: libcbor 0.8 allocates an array or map for the element
@@ -36,9 +38,28 @@ public indirect enum CBORValue: Equatable, Sendable {
     public var mapValue: CBORMap? { if case .map(let m) = self { return m } else { return nil } }
 
     public static func int(_ v: Int64) -> CBORValue { v >= 0 ? .unsigned(UInt64(v)) : .negative(UInt64(-(v + 1))) }
+
+    /// Text compared byte for byte, as CBOR encodes it (RFC 8949 §5.6: map keys are equal when their
+    /// encodings are), not by Unicode canonical equivalence as Swift's `String ==`: the text key
+    /// "\u{212A}1" (KELVIN SIGN) is not "K1". Floats as Double's `==` (NaN is equal to nothing).
+    public static func == (a: CBORValue, b: CBORValue) -> Bool {
+        switch (a, b) {
+        case (.unsigned(let x), .unsigned(let y)): return x == y
+        case (.negative(let x), .negative(let y)): return x == y
+        case (.bytes(let x), .bytes(let y)): return x == y
+        case (.text(let x), .text(let y)): return x.bytesEqual(y)
+        case (.array(let x), .array(let y)): return x == y
+        case (.map(let x), .map(let y)): return x == y
+        case (.tagged(let t, let x), .tagged(let u, let y)): return t == u && x == y
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.null, .null), (.undefined, .undefined): return true
+        case (.float(let x), .float(let y)): return x == y
+        default: return false
+        }
+    }
 }
 
-/// A CBOR map's entries in the order read; keys are integers or text, and unique.
+/// A CBOR map's entries in the order read; keys are integers or text, and unique (text by its bytes).
 public struct CBORMap: Equatable, Sendable {
     public private(set) var entries: [(key: CBORValue, value: CBORValue)]
 

@@ -45,7 +45,9 @@ public struct CredentialKeySet: Sendable {
         self.ignored = ignored
     }
 
-    public func key(id: String) -> CredentialKey? { keys.first { $0.keyID == id } }
+    /// The key whose kid has exactly these bytes (RFC 7515 §4.1.4: kid is case-sensitive and compared as
+    /// is; `==` would let the kid "\u{212A}1", KELVIN SIGN, find the key "K1").
+    public func key(id: String) -> CredentialKey? { keys.first { $0.keyID.bytesEqual(id) } }
     public func keys(for algorithm: SignatureAlgorithm) -> [CredentialKey] { keys.filter { $0.algorithm == algorithm } }
 
     /// "2 keys (site-2025 ed25519, site-2026 es256) from /etc/scangate/keys.jwks".
@@ -158,11 +160,12 @@ public struct CredentialKeySet: Sendable {
                 return text
             }
             guard let kty = try member("kty") else { throw fail("has no \"kty\"") }
-            if kty == "oct" { throw fail("is a symmetric (oct) key; passes are verified with Ed25519 or P-256 public keys only") }
+            // Member values are compared byte for byte (RFC 7517 §4: case-sensitive strings).
+            if kty.bytesEqual("oct") { throw fail("is a symmetric (oct) key; passes are verified with Ed25519 or P-256 public keys only") }
             for secret in ["d", "p", "q", "dp", "dq", "qi", "k"] where jwk[secret] != nil {
                 throw fail("holds private key material (\"\(secret)\"); give the kiosk the public key only")
             }
-            if let use = try member("use"), use != "sig" {
+            if let use = try member("use"), !use.bytesEqual("sig") {
                 ignored.append("\(file) \(label): \"use\" is \(JSONText.string(use)), not \"sig\"; skipped")
                 continue
             }
@@ -177,10 +180,11 @@ public struct CredentialKeySet: Sendable {
             }
             let crv = try member("crv")
             let algorithm: SignatureAlgorithm
-            switch (kty, crv) {
-            case ("OKP", "Ed25519"): algorithm = .ed25519
-            case ("EC", "P-256"): algorithm = .es256
-            case ("OKP", _), ("EC", _):
+            let okp = kty.bytesEqual("OKP"), ec = kty.bytesEqual("EC")
+            switch (okp, ec, crv) {
+            case (true, _, let c?) where c.bytesEqual("Ed25519"): algorithm = .ed25519
+            case (_, true, let c?) where c.bytesEqual("P-256"): algorithm = .es256
+            case (true, _, _), (_, true, _):
                 ignored.append("\(file) \(label): \(kty) curve \(crv.map { JSONText.string($0) } ?? "(none)") is not used for passes; skipped")
                 continue
             default:
@@ -196,7 +200,7 @@ public struct CredentialKeySet: Sendable {
             guard !kid.isEmpty, kid.utf8.count <= maxKeyIDLength else {
                 throw fail("\"kid\" must be 1 to \(maxKeyIDLength) bytes")
             }
-            guard !keys.contains(where: { $0.keyID == kid }) else { throw fail("kid appears twice in the set") }
+            guard !keys.contains(where: { $0.keyID.bytesEqual(kid) }) else { throw fail("kid appears twice in the set") }
             func coordinate(_ name: String) throws(KeyFileError) -> [UInt8] {
                 guard let text = try member(name) else { throw fail("has no \"\(name)\"") }
                 guard let bytes = Base64.urlDecode(text) else { throw fail("\"\(name)\" is not base64url without padding") }

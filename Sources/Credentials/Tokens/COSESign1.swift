@@ -36,8 +36,8 @@ public enum COSESign1 {
         /// The map key credential-number-claim names: a registered claim name (`sub` is 2), an integer
         /// label written as digits (`-65537`), or a text key as is.
         static func key(for name: String) -> CBORValue {
-            if let label = names.first(where: { $0.value == name })?.key { return .int(label) }
-            if name == "jti" { return .int(cti) }
+            if let label = names.first(where: { $0.value.bytesEqual(name) })?.key { return .int(label) }
+            if name.bytesEqual("jti") { return .int(cti) }
             if let label = Int64(name) { return .int(label) }
             return .text(name)
         }
@@ -199,6 +199,10 @@ public enum COSESign1 {
     /// CBOR keys that are distinct can still share a JSON name (the label 1 and the text "iss", the
     /// integer 5000 and the text "5000"), and a JSON object must not repeat a name, so a later
     /// key whose name is taken gets "~2", "~3"... appended until it is unique.
+    ///
+    /// Names are kept apart here by Unicode equivalence (`Set<String>`), more strictly than the map's keys
+    /// (by bytes): "cafe\u{301}" after "caf\u{e9}" becomes "cafe\u{301}~2", so that a reader of the JSON
+    /// that normalises names does not see one name twice. Only what is shown changes; claims are read from the map.
     static func json(_ map: CBORMap) -> String {
         var used = Set<String>()
         return JSONText.object(map.entries.map { entry in

@@ -108,7 +108,8 @@ public struct CredentialVerifier: Sendable {
         let candidates: [CredentialKey]
         if let kid = token.keyID {
             guard token.keyIDIsText, let key = keys.key(id: kid) else {
-                throw Refusal(.unknownKey, "kid \(JSONText.string(kid)) is not in credential-keys (\(keys.keys.map(\.keyID).joined(separator: ", ")))")
+                // Non-ASCII escaped: kids are compared byte for byte, and "\u212a1" must not look like "K1".
+                throw Refusal(.unknownKey, "kid \(Self.shown(kid)) is not in credential-keys (\(keys.keys.map { Self.listed($0.keyID) }.joined(separator: ", ")))")
             }
             guard key.algorithm == algorithm else {
                 throw Refusal(.algorithmNotAllowed, "kid \(JSONText.string(kid)) is \(key.algorithm.keyDescription); the pass says \(token.algorithmName)")
@@ -154,22 +155,41 @@ public struct CredentialVerifier: Sendable {
         }
     }
 
+    /// aud and iss are compared as exact strings (RFC 7519 §2 StringOrURI, §4.1.1, §4.1.3): byte for
+    /// byte, never by Unicode equivalence ("front-door-\u{212A}" is not "front-door-K"). The messages
+    /// escape non-ASCII, so that two strings that look alike are told apart.
     func checkAudienceAndIssuer(_ claims: PassClaims) throws(Refusal) {
         switch (settings.audience, claims.audience) {
         case (nil, nil): break
         case (nil, .some(let aud)):
-            throw Refusal(.wrongAudience, "the pass is for \(aud.map { JSONText.string($0) }.joined(separator: ", ")) and credential-audience is not set")
+            throw Refusal(.wrongAudience, "the pass is for \(aud.map { Self.shown($0) }.joined(separator: ", ")) and credential-audience is not set")
         case (.some(let wanted), nil):
-            throw Refusal(.wrongAudience, "the pass has no aud; credential-audience is \(JSONText.string(wanted))")
+            throw Refusal(.wrongAudience, "the pass has no aud; credential-audience is \(Self.shown(wanted))")
         case (.some(let wanted), .some(let aud)):
-            guard aud.contains(wanted) else {
-                throw Refusal(.wrongAudience, "aud \(aud.map { JSONText.string($0) }.joined(separator: ", ")) does not include \(JSONText.string(wanted))")
+            guard aud.contains(where: { $0.bytesEqual(wanted) }) else {
+                throw Refusal(.wrongAudience, "aud \(aud.map { Self.shown($0) }.joined(separator: ", ")) does not include \(Self.shown(wanted))"
+                              + Self.lookAlike(aud, wanted))
             }
         }
         if let wanted = settings.issuer {
-            guard let iss = claims.issuer else { throw Refusal(.wrongIssuer, "the pass has no iss; credential-issuer is \(JSONText.string(wanted))") }
-            guard iss == wanted else { throw Refusal(.wrongIssuer, "iss \(JSONText.string(iss)) is not \(JSONText.string(wanted))") }
+            guard let iss = claims.issuer else { throw Refusal(.wrongIssuer, "the pass has no iss; credential-issuer is \(Self.shown(wanted))") }
+            guard iss.bytesEqual(wanted) else {
+                throw Refusal(.wrongIssuer, "iss \(Self.shown(iss)) is not \(Self.shown(wanted))" + Self.lookAlike([iss], wanted))
+            }
         }
+    }
+
+    /// A claim or kid in a message: JSON, non-ASCII escaped.
+    static func shown(_ text: String) -> String { JSONText.asciiString(text) }
+
+    /// A kid in the list of a key set: as it is when ASCII, else escaped as `shown` does (without quotes).
+    static func listed(_ kid: String) -> String {
+        kid.unicodeScalars.allSatisfy(\.isASCII) ? kid : String(shown(kid).dropFirst().dropLast())
+    }
+
+    /// " (equal only as Unicode-equivalent text; compared byte for byte)" when one of `values` is.
+    static func lookAlike(_ values: [String], _ wanted: String) -> String {
+        values.contains(where: { $0 == wanted }) ? " (equal only as Unicode-equivalent text; compared byte for byte)" : ""
     }
 
     /// A span in whole seconds for a message; a value beyond Int64 (a hostile exp of 1e300) is written as is.

@@ -59,7 +59,8 @@ public enum MQTTCommandParser {
 
     /// Parses and checks one command that arrived on `<prefix>/cmd/<name>` at `nowSeconds` (Unix time).
     public static func parse(name: String, payload: [UInt8], nowSeconds: Int64) -> Result<MQTTCommand, MQTTCommandRefusal> {
-        guard let command = MQTTCommand.Name(rawValue: name) else {
+        // Names, member names and values are compared byte for byte, never by Unicode equivalence.
+        guard let command = MQTTCommand.Name(exactRawValue: name) else {
             return .failure(MQTTCommandRefusal(id: nil, reason: "unknown command '\(Logger.escape(name))' "
                 + "(commands: \(MQTTCommand.Name.allCases.map(\.rawValue).joined(separator: ", ")))"))
         }
@@ -115,12 +116,10 @@ public enum MQTTCommandParser {
         let hasExplicit = r.has("led") || r.has("led_permanent") || r.has("tone")
         if let play = try r.string("play") {
             guard !hasExplicit else { throw r.refuse("give either \"play\" or \"led\"/\"led_permanent\"/\"tone\", not both") }
-            switch play {
-            case "grant": return .grant
-            case "deny": return .deny
-            case "read-cue": return .readCue
-            default: throw r.refuse("\"play\" is grant, deny or read-cue, not \(JSONText.string(play))")
-            }
+            if play.bytesEqual("grant") { return .grant }
+            if play.bytesEqual("deny") { return .deny }
+            if play.bytesEqual("read-cue") { return .readCue }
+            throw r.refuse("\"play\" is grant, deny or read-cue, not \(JSONText.string(play))")
         }
         guard hasExplicit else {
             throw r.refuse("feedback needs \"play\" (grant, deny, read-cue) or \"led\", \"led_permanent\", \"tone\"")
@@ -129,7 +128,7 @@ public enum MQTTCommandParser {
         if r.has("led") || r.has("led_permanent") {
             var command = LEDCommand()
             if let value = r.take("led") {
-                if value.stringValue == "cancel" {
+                if value == .string("cancel") {
                     command.temporary = .cancel
                 } else {
                     var sub = try r.object(value, "led")
@@ -147,7 +146,7 @@ public enum MQTTCommandParser {
         }
         var tone: ToneCommand?
         if let value = r.take("tone") {
-            if value.stringValue == "off" {
+            if value == .string("off") {
                 tone = .silence
             } else {
                 var sub = try r.object(value, "tone")
@@ -171,7 +170,7 @@ public enum MQTTCommandParser {
 
     private static func colour(_ r: inout Reader, _ key: String, required: Bool, _ context: String) throws(MQTTCommandRefusal) -> LEDColor? {
         guard let text = try r.string(key, required: required) else { return nil }
-        guard let c = LEDColor(rawValue: text) else {
+        guard let c = LEDColor(exactRawValue: text) else {
             throw r.refuse("\(context).\(key) is off, red, green or amber, not \(JSONText.string(text))")
         }
         return c
@@ -201,10 +200,10 @@ public enum MQTTCommandParser {
 
         func refuse(_ reason: String) -> MQTTCommandRefusal { MQTTCommandRefusal(id: id, reason: reason) }
 
-        func has(_ key: String) -> Bool { members.contains { $0.key == key } }
+        func has(_ key: String) -> Bool { members.contains { $0.key.bytesEqual(key) } }
 
         mutating func take(_ key: String) -> JSONValue? {
-            guard let i = members.firstIndex(where: { $0.key == key }) else { return nil }
+            guard let i = members.firstIndex(where: { $0.key.bytesEqual(key) }) else { return nil }
             return members.remove(at: i).value
         }
 

@@ -15,12 +15,14 @@ public struct MQTTTopics: Equatable, Sendable {
     public func command(_ name: String) -> String { prefix + "/cmd/" + name }
     public func commandResult(_ name: String) -> String { prefix + "/cmd/" + name + "/result" }
 
-    /// The command name of a topic `<prefix>/cmd/<name>`, or nil for any other topic.
+    /// The command name of a topic `<prefix>/cmd/<name>`, or nil for any other topic. Compared byte for
+    /// byte, as the broker matches topics (MQTT 5 §4.7.3), not by Unicode equivalence as `hasPrefix` does.
     public func commandName(ofTopic topic: String) -> String? {
-        let head = prefix + "/cmd/"
-        guard topic.hasPrefix(head) else { return nil }
-        let name = String(topic.dropFirst(head.count))
-        guard !name.isEmpty, !name.contains("/") else { return nil }
-        return name
+        let head = Array((prefix + "/cmd/").utf8)
+        let bytes = Array(topic.utf8)
+        guard bytes.starts(with: head) else { return nil }
+        let name = bytes[head.count...]
+        guard !name.isEmpty, !name.contains(UInt8(ascii: "/")) else { return nil }
+        return String(decoding: name, as: UTF8.self)
     }
 }

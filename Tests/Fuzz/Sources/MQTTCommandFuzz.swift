@@ -23,7 +23,7 @@ enum MQTTCommandFuzz {
             resultText = MQTTCommandResult(id: refusal.id, command: name, outcome: .refused(refusal.reason))
                 .json(kiosk: "k1", wallTimeNanoseconds: now * 1_000_000_000)
         case .success(let c):
-            require(c.name.rawValue == name, "parsed as \(c.name) from topic name \(name)")
+            require(c.name.rawValue.bytesEqual(name), "parsed as \(c.name) from topic name \(name)")
             requireValidID(c.id)
             require(c.expires > now && c.expires <= now + MQTTCommandParser.maxLifetimeSeconds, "expiry \(c.expires) accepted")
             require(payload.count <= MQTTCommandParser.maxPayload, "a payload over the limit accepted")

@@ -4,6 +4,11 @@ with cbor2 and cryptography (Tests/python-requirements.txt). Passes travel as "S
 
   cwt_peer.py cases DIR              writes DIR/peer-cwt.jwks (an Ed25519 and a P-256 key) and prints a JSON list
                                      of passes with the verdict a kiosk with aud "front-door" must give
+  cwt_peer.py issue DIR [--aud X] [--iss X] [--kid X] [--key-kid X]
+                                     writes DIR/peer-cwt.jwks (one Ed25519 key, kid --key-kid, default peer-ed) and
+                                     prints {"jwks", "token"}: one EdDSA pass for sub 4711 valid 10 minutes whose
+                                     header kid is --kid (default the key's, as UTF-8 bytes) and whose aud and iss
+                                     are as given (absent when not given)
   cwt_peer.py verify JWKS PASS [--aud X]
                                      verifies a pass ScanGate issued; prints its claims as JSON, or
                                      "refused: ..." and exits 1
@@ -117,6 +122,22 @@ def cases(directory):
     print(json.dumps({"jwks": jwks_path, "cases": out}))
 
 
+def issue(directory, options):
+    now = int(time.time())
+    ed = ed25519.Ed25519PrivateKey.generate()
+    jwks_path = os.path.join(directory, "peer-cwt.jwks")
+    key_kid = options.get("--key-kid", "peer-ed")
+    with open(jwks_path, "w") as f:
+        json.dump({"keys": [public_jwk(ed, key_kid)]}, f)
+    os.chmod(jwks_path, 0o644)
+    claims = {"sub": "4711", "iat": now, "nbf": now, "exp": now + 600}
+    for option, claim in (("--aud", "aud"), ("--iss", "iss")):
+        if option in options:
+            claims[claim] = options[option]
+    key = COSEKey.from_pem(pem(ed), kid=options.get("--kid", key_kid))
+    print(json.dumps({"jwks": jwks_path, "token": as_pass(cwt.encode(claims, key))}))
+
+
 def verify(jwks_path, text, audience=None):
     if not text.startswith(PREFIX):
         print(f"refused: does not start with {PREFIX}")
@@ -139,6 +160,9 @@ def verify(jwks_path, text, audience=None):
 def main(argv):
     if len(argv) >= 2 and argv[0] == "cases":
         cases(argv[1])
+        return 0
+    if len(argv) >= 2 and argv[0] == "issue":
+        issue(argv[1], dict(zip(argv[2::2], argv[3::2])))
         return 0
     if len(argv) >= 3 and argv[0] == "verify":
         options = dict(zip(argv[3::2], argv[4::2]))

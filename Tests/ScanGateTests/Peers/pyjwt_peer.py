@@ -7,6 +7,11 @@
                                       prints COUNT one-time passes (Ed25519, kid "batch", a jti each), one a line,
                                       valid from now + OFFSET s for TTL s; the key is made once in DIR/batch.pem
                                       and published in DIR/batch.jwks
+  pyjwt_peer.py issue DIR [--aud X] [--iss X] [--kid X] [--key-kid X] [--sub X]
+                                      writes DIR/peer.jwks (one Ed25519 key, kid --key-kid, default peer-ed) and
+                                      prints {"jwks", "token"}: one EdDSA pass for sub 4711 valid 10 minutes,
+                                      whose header names kid --kid (default the key's) and whose aud and iss
+                                      are as given (absent when not given), strings exactly as given
   pyjwt_peer.py verify JWKS TOKEN [--aud X] [--iss X]
                                       verifies a token ScanGate issued; prints its claims as JSON, or
                                       "refused: ..." and exits 1
@@ -109,6 +114,20 @@ def batch(directory, count, ttl, offset=0, audience=None):
         if audience is not None:
             claims["aud"] = audience
         print(jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": "batch"}))
+def issue(directory, options):
+    now = int(time.time())
+    ed = ed25519.Ed25519PrivateKey.generate()
+    jwks_path = os.path.join(directory, "peer.jwks")
+    key_kid = options.get("--key-kid", "peer-ed")
+    with open(jwks_path, "w") as f:
+        json.dump({"keys": [public_jwk(ed, key_kid)]}, f)
+    os.chmod(jwks_path, 0o644)
+    claims = {"sub": options.get("--sub", "4711"), "iat": now, "exp": now + 600}
+    for option, claim in (("--aud", "aud"), ("--iss", "iss")):
+        if option in options:
+            claims[claim] = options[option]
+    token = jwt.encode(claims, ed, algorithm="EdDSA", headers={"kid": options.get("--kid", key_kid)})
+    print(json.dumps({"jwks": jwks_path, "token": token}))
 
 
 def verify(jwks_path, token, audience=None, issuer=None):
@@ -141,6 +160,8 @@ def main(argv):
             audience = rest[i + 1]
             rest = rest[:i] + rest[i + 2:]
         batch(argv[1], int(argv[2]), int(argv[3]), int(rest[0]) if rest else 0, audience)
+    if len(argv) >= 2 and argv[0] == "issue":
+        issue(argv[1], dict(zip(argv[2::2], argv[3::2])))
         return 0
     if len(argv) >= 3 and argv[0] == "verify":
         options = dict(zip(argv[3::2], argv[4::2]))
