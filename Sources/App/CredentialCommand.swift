@@ -1,3 +1,4 @@
+import Config
 import Core
 import Credentials
 import Decoding
@@ -182,16 +183,21 @@ enum CredentialCommand {
         }
     }
 
-    /// 90, 90s, 15m, 8h, 7d: whole seconds, 1 s to 3650 days.
+    /// 90s, 15m, 8h, 7d: whole seconds, 1 s to 3650 days. The unit is required: a bare 8 could be
+    /// read as 8 seconds or 8 hours.
     static func duration(_ flag: String, _ text: String) throws(UsageError) -> Int64 {
         var digits = Substring(text)
-        var unit: Int64 = 1
+        let unit: Int64
         switch digits.last {
         case "s": unit = 1; digits = digits.dropLast()
         case "m": unit = 60; digits = digits.dropLast()
         case "h": unit = 3600; digits = digits.dropLast()
         case "d": unit = 86400; digits = digits.dropLast()
-        default: break
+        default:
+            if !text.isEmpty, text.allSatisfy(\.isNumber) {
+                throw UsageError("\(flag): '\(text)' has no unit; write it with s, m, h or d (90s, 15m, 8h, 7d)")
+            }
+            unit = 1
         }
         guard let n = Int64(digits), n > 0, n <= 3650 * 86400 / unit, n * unit <= 3650 * 86400 else {
             throw UsageError("\(flag): '\(text)' is not a duration from 1s to 3650d (90s, 15m, 8h, 7d)")
@@ -201,55 +207,55 @@ enum CredentialCommand {
 
     // MARK: - verify
 
+    /// verify's older names of the [credential] settings, kept working: the config's names
+    /// (`--credential-keys`, ...) are the documented ones.
+    static let verifyAliases: [String: String] = [
+        "keys": "credential-keys", "aud": "credential-audience", "iss": "credential-issuer",
+        "algorithms": "credential-algorithms", "leeway": "credential-leeway-s", "max-lifetime": "credential-max-lifetime-s",
+        "number-claim": "credential-number-claim", "one-time": "credential-one-time", "replay-store": "credential-replay-store",
+        "require-synced-clock": "credential-require-synced-clock", "format": "credential-format",
+    ]
+
     static func verify(_ arguments: [String]) -> Int32 {
-        var settings = CredentialSettings()
-        settings.format = .any
-        var texts: [String] = []
-        var images: [String] = []
-        var fromStdin = false
-        var json = false
-        var args = CommandArguments(arguments)
+        // The older `--require-synced-clock yes|no` always took the next argument; it still does, so a
+        // bad word there is an error and not a pass to verify.
+        var arguments = arguments
+        if let at = arguments.firstIndex(of: "--require-synced-clock"), at + 1 < arguments.count {
+            arguments[at] += "=" + arguments[at + 1]
+            arguments.remove(at: at + 1)
+        }
         do throws(UsageError) {
-            while let arg = args.next() {
-                switch arg {
-                case "-h", "--help": print(help); return 0
-                case "--keys": settings.keys = try args.value(arg, "a FILE or DIR (JWKS, PEM, or KID.pem files)")
-                case "--image": images.append(try args.value(arg, "a FILE.png, .jpg or .pgm"))
-                case "--stdin": fromStdin = true
-                case "--json": json = true
-                case "--format":
-                    let name = try args.value(arg, "jwt, cwt or any")
-                    guard let f = CredentialFormatSetting(rawValue: name), f != .off else { throw UsageError("--format: '\(name)' is not jwt, cwt or any") }
-                    settings.format = f
-                case "--aud": settings.audience = try args.value(arg, "an audience X")
-                case "--iss": settings.issuer = try args.value(arg, "an issuer X")
-                case "--algorithms":
-                    let list = try args.value(arg, "a LIST of ed25519, es256")
-                    do throws(UsageError) { settings.algorithms = try CredentialSettings.parseAlgorithms(list) } catch {
-                        throw UsageError(error.message.replacingPrefix("--credential-algorithms", with: "--algorithms"))
-                    }
-                case "--leeway": settings.leewaySeconds = try args.number(arg, CredentialSettings.leewayRange)
-                case "--max-lifetime": settings.maxLifetimeSeconds = try args.number(arg, CredentialSettings.maxLifetimeRange)
-                case "--number-claim": settings.numberClaim = try args.value(arg, "a claim NAME")
-                case "--one-time": settings.oneTime = true
-                case "--replay-store": settings.replayStore = try args.value(arg, "a FILE")
-                case "--require-synced-clock":
-                    let text = try args.value(arg, "yes or no")
-                    switch text.lowercased() {
-                    case "yes", "true", "on", "1": settings.requireSyncedClock = true
-                    case "no", "false", "off", "0": settings.requireSyncedClock = false
-                    default: throw UsageError("--require-synced-clock: '\(text)' is not yes or no")
-                    }
-                default:
-                    if arg.hasPrefix("--") { throw UsageError("credential verify: unknown option \(arg) (see scangate credential --help)") }
-                    texts.append(arg)
+            let parsed = try CommandLineParser.parse(
+                arguments, table: OptionTable.credential, aliases: verifyAliases,
+                local: [.init("image", value: "a FILE.png, .jpg or .pgm"), .init("stdin"), .init("json")],
+                positionals: true, command: "credential")
+            if parsed.help { print(help); return 0 }
+            let texts = parsed.positionals
+            let images = parsed.localValues("image")
+            let fromStdin = parsed.localValue("stdin") == "true"
+            let json = parsed.localValue("json") == "true"
+            // The daemon's resolution: defaults, then the [credential] section of --config, then the flags.
+            var settings: CredentialSettings
+            do throws(UsageError) {
+                settings = try Configuration.resolve(configPath: parsed.configPath, flagAssignments: parsed.assignments).credential
+            } catch {
+                throw UsageError(parsed.spelledAsTyped(error.message))
+            }
+            if settings.format == .off {
+                // verify checks passes whatever the file says; off given as a flag is a mistake.
+                if parsed.assignments.contains(where: { $0.0.name == "credential-format" }) {
+                    let flag = parsed.spelling["credential-format"] ?? "--credential-format"
+                    throw UsageError("\(flag): 'off' is not jwt, cwt or any")
                 }
+                settings.format = .any
             }
             let sources = (texts.isEmpty ? 0 : 1) + (images.isEmpty ? 0 : 1) + (fromStdin ? 1 : 0)
             guard sources == 1 else { throw UsageError("credential verify takes a TEXT, --image FILE or --stdin (one of them)") }
-            guard settings.keys != nil else { throw UsageError("credential verify needs --keys FILE (the JWKS, PEM file or KID.pem directory of credential-keys)") }
+            guard settings.keys != nil else {
+                throw UsageError("credential verify needs --credential-keys FILE or --config FILE with credential-keys (the JWKS, PEM file or KID.pem directory)")
+            }
             do throws(UsageError) { try settings.validate() } catch {
-                throw UsageError(error.message.replacingPrefix("--credential-", with: "--"))
+                throw UsageError(parsed.spelledAsTyped(error.message))
             }
             var payloads: [[UInt8]] = texts.map { Array($0.utf8) }
             for file in images { payloads += try decodeImage(file) }
@@ -262,14 +268,22 @@ enum CredentialCommand {
             do throws(UsageError) {
                 policy = try CredentialPolicy.make(settings: settings, logger: logger)
             } catch {
-                throw UsageError(error.message.replacingPrefix("credential-keys ", with: "--keys ")
-                    .replacingPrefix("credential-replay-store ", with: "--replay-store "))
+                throw UsageError(parsed.spelledAsTyped(error.message))
             }
             var allAccepted = true
+            var clockHintGiven = false
             let out = FileDescriptor(rawValue: 1)
             func judge(_ payload: [UInt8]) {
                 let result = policy.evaluate(payload)
-                if case .failure = result { allAccepted = false }
+                if case .failure(let refusal) = result {
+                    allAccepted = false
+                    if refusal.reason == .clockNotSynchronised && !clockHintGiven {
+                        clockHintGiven = true
+                        Logger.writeToStderr("scangate: the clock is not synchronised (\(Logger.escapeControls(refusal.detail))); wait for NTP "
+                            + "(timedatectl shows 'System clock synchronized: yes'), or pass --credential-require-synced-clock=no "
+                            + "for a check that ignores the clock")
+                    }
+                }
                 _ = out.writeAll(Array((render(result, json: json) + "\n").utf8))
             }
             if fromStdin {
@@ -335,11 +349,5 @@ enum CredentialCommand {
             }
         }
         finish()
-    }
-}
-
-extension String {
-    fileprivate func replacingPrefix(_ prefix: String, with replacement: String) -> String {
-        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
     }
 }

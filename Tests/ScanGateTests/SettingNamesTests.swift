@@ -1,0 +1,155 @@
+import Foundation
+import XCTest
+
+/// One name and one syntax per setting (issue 27), through the binary: every spelling of a switch,
+/// `credential verify --config` with the config's key names, and durations that carry their unit.
+final class SettingNamesTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        dir = try TestFiles.temporaryDirectory()
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// The effective value of `key` that `check-config FILE ARGS...` prints; fails the test on a non-zero exit.
+    func effective(_ key: String, _ args: [String], file: StaticString = #filePath, line: UInt = #line) throws -> String? {
+        let result = try ScangateProcess.run(["check-config", dir + "/scangate.conf"] + args)
+        XCTAssertEqual(result.status, 0, "\(args): \(result.stderr)", file: file, line: line)
+        return result.stdoutLines.first { $0.hasPrefix(key + " = ") }.map { String($0.dropFirst(key.count + 3)) }
+    }
+
+    func testEverySpellingOfASwitchGivesTheRightValue() throws {
+        // The file turns fast on and the clock requirement off, so each flag has something to change.
+        try TestFiles.write("[camera]\nfast = yes\n[credential]\ncredential-require-synced-clock = off\n", to: dir + "/scangate.conf")
+        XCTAssertEqual(try effective("fast", []), "true")
+        XCTAssertEqual(try effective("credential-require-synced-clock", []), "false")
+        let cases: [([String], String)] = [
+            (["--no-fast"], "false"),
+            (["--fast=no"], "false"),
+            (["--fast", "no"], "false"),
+            (["--fast", "off"], "false"),
+            (["--fast", "FALSE"], "false"),
+            (["--fast=off"], "false"),
+            (["--no-fast", "--fast"], "true"),
+            (["--no-fast", "--fast", "true"], "true"),
+            (["--no-fast", "--fast=yes"], "true"),
+            (["--no-fast", "--fast", "on"], "true"),
+        ]
+        for (args, value) in cases {
+            XCTAssertEqual(try effective("fast", args), value, "\(args)")
+        }
+        let clock: [([String], String)] = [
+            (["--credential-require-synced-clock"], "true"),
+            (["--credential-require-synced-clock", "yes"], "true"),
+            (["--credential-require-synced-clock=true"], "true"),
+            (["--credential-require-synced-clock", "no"], "false"),
+            (["--no-credential-require-synced-clock"], "false"),
+        ]
+        for (args, value) in clock {
+            XCTAssertEqual(try effective("credential-require-synced-clock", args), value, "\(args)")
+        }
+        // `--X` followed by another option: the next option is not taken as the switch's value.
+        let both = try ScangateProcess.run(["check-config", dir + "/scangate.conf", "--no-fast", "--loop", "--fast"])
+        XCTAssertEqual(both.status, 0, both.stderr)
+        XCTAssertTrue(both.stdoutLines.contains("loop = true"), both.stdoutText)
+        XCTAssertTrue(both.stdoutLines.contains("fast = true"), both.stdoutText)
+        // run takes the same spelling (here it stops at the missing file, after the flags were read).
+        let run = try ScangateProcess.run(["run", "--credential-require-synced-clock", "no", "--config", dir + "/none.conf"])
+        XCTAssertEqual(run.status, 2)
+        XCTAssertTrue(run.stderr.contains("none.conf"), run.stderr)
+        XCTAssertFalse(run.stderr.contains("unexpected argument"), run.stderr)
+    }
+
+    func testABadSwitchWordIsExit2WithOneLineNamingTheFlag() throws {
+        try TestFiles.write("", to: dir + "/scangate.conf")
+        let cases: [([String], String)] = [
+            (["--fast=maybe"], "scangate check-config: --fast: 'maybe' is not yes, no, true, false, on or off\n"),
+            (["--fast", "maybe"], "scangate check-config: --fast: 'maybe' is not yes, no, true, false, on or off\n"),
+            (["--credential-one-time=2"], "scangate check-config: --credential-one-time: '2' is not yes, no, true, false, on or off\n"),
+            (["--no-fast=yes"], "scangate check-config: --no-fast takes no value (write --fast=no or --no-fast)\n"),
+        ]
+        for (args, expected) in cases {
+            let result = try ScangateProcess.run(["check-config", dir + "/scangate.conf"] + args)
+            XCTAssertEqual(result.status, 2, "\(args)")
+            XCTAssertEqual(result.stderr, expected, "\(args)")
+            XCTAssertEqual(result.stdout, [], "\(args)")
+        }
+        let verify = try ScangateProcess.run(["credential", "verify", "x", "--credential-keys", dir + "/k.jwks",
+                                              "--credential-require-synced-clock=maybe"])
+        XCTAssertEqual(verify.status, 2)
+        XCTAssertEqual(verify.stderr, "scangate: --credential-require-synced-clock: 'maybe' is not yes, no, true, false, on or off\n")
+    }
+
+    // MARK: - credential
+
+    func keygenAndIssue(audience: String) throws -> (jwks: String, pass: String) {
+        let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let issue = try ScangateProcess.run(["credential", "issue", "--key", dir + "/issuer/site-1.key", "--kid", "site-1",
+                                             "--number", "4711", "--ttl", "1h", "--aud", audience, "--text"])
+        XCTAssertEqual(issue.status, 0, issue.stderr)
+        return (dir + "/issuer/credential-keys.jwks", issue.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    func testCredentialVerifyReadsTheConfigAndTakesItsKeyNames() throws {
+        let (jwks, pass) = try keygenAndIssue(audience: "front-door")
+        let conf = dir + "/door.conf"
+        try TestFiles.write("""
+            [credential]
+            credential-format = any
+            credential-keys = \(jwks)
+            credential-audience = front-door
+            credential-require-synced-clock = no
+
+            """, to: conf)
+        // The file's keys and audience.
+        let fromFile = try ScangateProcess.run(["credential", "verify", "--config", conf, pass])
+        XCTAssertEqual(fromFile.status, 0, fromFile.stderr + fromFile.stdoutText)
+        XCTAssertTrue(fromFile.stdoutText.hasPrefix("accepted "), fromFile.stdoutText)
+        // A flag overrides the file, under the config's name and under the older one.
+        for flag in ["--credential-audience", "--aud"] {
+            let other = try ScangateProcess.run(["credential", "verify", "--config", conf, flag, "back-door", pass])
+            XCTAssertEqual(other.status, 1, "\(flag): " + other.stderr)
+            XCTAssertTrue(other.stdoutText.hasPrefix("refused: "), other.stdoutText)
+        }
+        // Without --config, the config's names as flags, and the older names still.
+        let canonical = try ScangateProcess.run(["credential", "verify", "--credential-keys", jwks, "--credential-audience", "front-door",
+                                                 "--credential-require-synced-clock=no", "--credential-leeway-s", "0", pass])
+        XCTAssertEqual(canonical.status, 0, canonical.stderr + canonical.stdoutText)
+        let aliases = try ScangateProcess.run(["credential", "verify", "--keys", jwks, "--aud", "front-door",
+                                               "--require-synced-clock", "no", "--leeway", "0", pass])
+        XCTAssertEqual(aliases.status, 0, aliases.stderr + aliases.stdoutText)
+        // The file's audience, and without it the pass (which has an aud) is refused.
+        let noAudience = try ScangateProcess.run(["credential", "verify", "--credential-keys", jwks, "--no-credential-require-synced-clock", pass])
+        XCTAssertEqual(noAudience.status, 1, noAudience.stderr + noAudience.stdoutText)
+        // An error in the file names the file.
+        try TestFiles.write("[credential]\ncredential-leeway-s = 9999\n", to: dir + "/bad.conf")
+        let bad = try ScangateProcess.run(["credential", "verify", "--config", dir + "/bad.conf", pass])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertEqual(bad.stderr.split(separator: "\n").count, 1, bad.stderr)
+        XCTAssertTrue(bad.stderr.contains("bad.conf") && bad.stderr.contains("credential-leeway-s"), bad.stderr)
+        // Without keys anywhere: one line naming both ways to give them.
+        let none = try ScangateProcess.run(["credential", "verify", pass])
+        XCTAssertEqual(none.status, 2)
+        XCTAssertEqual(none.stderr.split(separator: "\n").count, 1, none.stderr)
+        XCTAssertTrue(none.stderr.contains("--credential-keys") && none.stderr.contains("--config"), none.stderr)
+    }
+
+    func testTTLNeedsAUnit() throws {
+        let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let key = dir + "/issuer/site-1.key"
+        let bare = try ScangateProcess.run(["credential", "issue", "--key", key, "--number", "1", "--ttl", "8", "--text"])
+        XCTAssertEqual(bare.status, 2)
+        XCTAssertEqual(bare.stdout, [])
+        XCTAssertEqual(bare.stderr, "scangate: --ttl: '8' has no unit; write it with s, m, h or d (90s, 15m, 8h, 7d)\n")
+        for ttl in ["8s", "15m", "8h", "7d"] {
+            let ok = try ScangateProcess.run(["credential", "issue", "--key", key, "--number", "1", "--ttl", ttl, "--text"])
+            XCTAssertEqual(ok.status, 0, "\(ttl): " + ok.stderr)
+            XCTAssertFalse(ok.stdoutText.isEmpty, ttl)
+        }
+    }
+}
