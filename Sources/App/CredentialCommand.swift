@@ -16,25 +16,36 @@ enum CredentialCommand {
                scangate credential issue --key FILE --number N --ttl DURATION [--aud X] [--iss X] [--kid K]
                                          [--one-time] [--format jwt|cwt] [--out FILE.png|FILE.pgm | --text]
                                          [--ecc L|M|Q|H] [--scale N]
-               scangate credential verify TEXT|--image FILE|--stdin --keys FILE [--format jwt|cwt|any]
-                                          [--aud X] [--iss X] [--algorithms LIST] [--leeway S]
-                                          [--max-lifetime S] [--number-claim NAME] [--one-time]
-                                          [--replay-store PATH] [--require-synced-clock yes|no] [--json]
+               scangate credential verify TEXT|--image FILE|--stdin [--config FILE] [--credential-keys PATH]
+                                          [--credential-format jwt|cwt|any] [--credential-audience X]
+                                          [--credential-issuer X] [--credential-algorithms LIST]
+                                          [--credential-leeway-s S] [--credential-max-lifetime-s S]
+                                          [--credential-number-claim NAME] [--credential-one-time]
+                                          [--credential-replay-store PATH] [--no-credential-require-synced-clock]
+                                          [--json]
 
         keygen   writes a new signing key to DIR/KID.key (mode 0600) and adds its public key to
                  DIR/\(KeyGeneration.jwksName) (created, or extended so older keys stay valid). Copy only the
                  JWKS to the kiosk, as credential-keys. KID defaults to 8 characters of the key's RFC 7638
                  thumbprint; ed25519 is the default algorithm.
-        issue    signs a pass for credential number N valid for DURATION (90s, 15m, 8h, 7d; at most 3650d).
+        issue    signs a pass for credential number N valid for DURATION, which needs its unit (90s, 15m,
+                 8h, 7d; at most 3650d): a bare number is refused.
                  --format cwt (default) writes SG1: + base45 (fits QR version 7), jwt a JWS compact token.
+                 --aud must be the kiosk's credential-audience when it sets one.
                  --one-time adds a jti (cti) that a kiosk with credential-one-time consumes. --kid must match
                  the kid in the kiosk's key set when keygen was given one. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
                  that keeps the smallest QR version (or --ecc).
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
-                 and prints the claims, or `refused: REASON`. --one-time consumes each accepted pass in
-                 --replay-store (default /var/lib/scangate/credential-replay), durably before it prints
-                 `accepted`: a manual gate can use it beside the daemon. --require-synced-clock defaults to yes.
+                 and prints the claims, or `refused: REASON`. Its settings are the daemon's [credential] keys,
+                 with the same names: --config FILE reads them from the daemon's config file, and flags
+                 override it. The format defaults to any; credential-require-synced-clock to yes.
+                 --credential-one-time consumes each accepted pass in --credential-replay-store (default
+                 /var/lib/scangate/credential-replay), durably before it prints `accepted`: a manual gate can
+                 use it beside the daemon. The older names --keys, --format, --aud, --iss, --algorithms,
+                 --leeway, --max-lifetime, --number-claim, --one-time, --replay-store and
+                 --require-synced-clock yes|no still work.
+        Switches take --NAME, --no-NAME, --NAME=yes|no or --NAME yes|no (also true/false, on/off).
         Exit: 0 every pass accepted (or the key/pass written), 1 a pass was refused, 2 bad flag, value or file.
         """
 
