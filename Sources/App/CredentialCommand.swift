@@ -119,19 +119,24 @@ enum CredentialCommand {
                 case "--aud": request.audience = try args.value(arg, "an audience X")
                 case "--iss": request.issuer = try args.value(arg, "an issuer X")
                 case "--kid": request.keyID = try args.value(arg, "a key id K")
-                case "--one-time": request.oneTime = true
                 case "--format":
                     let name = try args.value(arg, "jwt or cwt")
                     guard let f = CredentialFormat(rawValue: name) else { throw UsageError("--format: '\(name)' is not jwt or cwt") }
                     request.format = f
                 case "--out": out = try args.value(arg, "a FILE.png or FILE.pgm")
-                case "--text": textOnly = true
                 case "--ecc":
                     let name = try args.value(arg, "L, M, Q or H")
                     guard let e = QREncoder.ErrorCorrection(name: name) else { throw UsageError("--ecc: '\(name)' is not one of L, M, Q, H") }
                     ecc = e
                 case "--scale": scale = try args.number(arg, 1...64)
-                default: throw UsageError("credential issue: unknown option \(arg) (see scangate credential --help)")
+                default:
+                    if let on = try args.switchValue(arg, "one-time") {
+                        request.oneTime = on
+                    } else if let on = try args.switchValue(arg, "text") {
+                        textOnly = on
+                    } else {
+                        throw UsageError("credential issue: unknown option \(arg) (see scangate credential --help)")
+                    }
                 }
             }
             guard let keyFile else { throw UsageError("credential issue needs --key FILE") }
@@ -231,9 +236,13 @@ enum CredentialCommand {
         // The older `--require-synced-clock yes|no` always took the next argument; it still does, so a
         // bad word there is an error and not a pass to verify.
         var arguments = arguments
-        if let at = arguments.firstIndex(of: "--require-synced-clock"), at + 1 < arguments.count {
-            arguments[at] += "=" + arguments[at + 1]
-            arguments.remove(at: at + 1)
+        var at = 0
+        while at + 1 < arguments.count {
+            if arguments[at] == "--require-synced-clock" {
+                arguments[at] += "=" + arguments[at + 1]
+                arguments.remove(at: at + 1)
+            }
+            at += 1
         }
         do throws(UsageError) {
             let parsed = try CommandLineParser.parse(

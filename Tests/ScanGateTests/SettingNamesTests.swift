@@ -138,6 +138,29 @@ final class SettingNamesTests: XCTestCase {
         XCTAssertTrue(none.stderr.contains("--credential-keys") && none.stderr.contains("--config"), none.stderr)
     }
 
+    /// `credential issue --one-time` is spelled as every other switch: a pass issued with it off has no
+    /// jti, which a one-time check refuses.
+    func testIssueSwitchesTakeEverySpelling() throws {
+        let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let jwks = dir + "/issuer/credential-keys.jwks"
+        for (spelling, accepted) in [(["--one-time"], true), (["--one-time", "yes"], true), (["--one-time=on"], true),
+                                     (["--one-time", "no"], false), (["--one-time=off"], false), (["--no-one-time"], false)] {
+            let issue = try ScangateProcess.run(["credential", "issue", "--key", dir + "/issuer/site-1.key", "--kid", "site-1",
+                                                 "--number", "1", "--ttl", "1h"] + spelling + ["--text"])
+            XCTAssertEqual(issue.status, 0, "\(spelling): " + issue.stderr)
+            let pass = issue.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+            let verify = try ScangateProcess.run(["credential", "verify", "--credential-keys", jwks, "--credential-require-synced-clock=no",
+                                                  "--credential-one-time", "--credential-replay-store", dir + "/replay", pass])
+            XCTAssertEqual(verify.status, accepted ? 0 : 1, "\(spelling): " + verify.stderr + verify.stdoutText)
+            if !accepted { XCTAssertTrue(verify.stdoutText.contains("has no cti"), "\(spelling): " + verify.stdoutText) }
+        }
+        let bad = try ScangateProcess.run(["credential", "issue", "--key", dir + "/issuer/site-1.key", "--number", "1",
+                                           "--ttl", "1h", "--one-time=maybe", "--text"])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertEqual(bad.stderr, "scangate: --one-time: 'maybe' is not yes, no, true, false, on or off\n")
+    }
+
     func testTTLNeedsAUnit() throws {
         let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
         XCTAssertEqual(keygen.status, 0, keygen.stderr)
