@@ -286,7 +286,7 @@ enum CredentialCommand {
             }
             let policy: CredentialPolicy
             do throws(UsageError) {
-                policy = try CredentialPolicy.make(settings: settings, logger: logger)
+                policy = try CredentialPolicy.make(settings: settings, logger: logger, clock: FaultInjection.clockCheck())
             } catch {
                 throw UsageError(parsed.spelledAsTyped(error.message))
             }

@@ -161,6 +161,22 @@ final class SettingNamesTests: XCTestCase {
         XCTAssertEqual(bad.stderr, "scangate: --one-time: 'maybe' is not yes, no, true, false, on or off\n")
     }
 
+    /// On a clock that is not synchronised, verify says how to proceed (a fault stands in for a kiosk
+    /// before NTP: the test machine's clock is synchronised).
+    func testVerifyOnAnUnsynchronisedClockSaysHowToProceed() throws {
+        let (jwks, pass) = try keygenAndIssue(audience: "front-door")
+        let args = ["credential", "verify", "--credential-keys", jwks, "--credential-audience", "front-door", pass]
+        let refused = try ScangateProcess.run(args, environment: ["SCANGATE_FAULT": "clock-unsynchronised"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stdoutText.hasPrefix("refused: clock not synchronised"), refused.stdoutText)
+        XCTAssertTrue(refused.stderr.contains("wait for NTP (timedatectl")
+                      && refused.stderr.contains("or pass --credential-require-synced-clock=no for a check that ignores the clock"),
+                      refused.stderr)
+        let ignoring = try ScangateProcess.run(args + ["--credential-require-synced-clock=no"],
+                                               environment: ["SCANGATE_FAULT": "clock-unsynchronised"])
+        XCTAssertEqual(ignoring.status, 0, ignoring.stderr + ignoring.stdoutText)
+    }
+
     func testTTLNeedsAUnit() throws {
         let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
         XCTAssertEqual(keygen.status, 0, keygen.stderr)
