@@ -13,9 +13,9 @@ import Tools
 enum CredentialCommand {
     static let help = """
         Usage: scangate credential keygen --out DIR [--kid K] [--algorithm ed25519|es256]
-               scangate credential issue --key FILE --number N --ttl DURATION [--aud X] [--iss X] [--kid K]
-                                         [--one-time] [--format jwt|cwt] [--out FILE.png|FILE.pgm | --text]
-                                         [--ecc L|M|Q|H] [--scale N]
+               scangate credential issue --key FILE --number N --ttl DURATION [--config FILE] [--aud X] [--iss X]
+                                         [--kid K] [--one-time] [--format jwt|cwt]
+                                         [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
                scangate credential verify TEXT|--image FILE|--stdin [--config FILE] [--credential-keys PATH]
                                           [--credential-format jwt|cwt|any] [--credential-audience X]
                                           [--credential-issuer X] [--credential-algorithms LIST]
@@ -31,7 +31,10 @@ enum CredentialCommand {
         issue    signs a pass for credential number N valid for DURATION, which needs its unit (90s, 15m,
                  8h, 7d; at most 3650d): a bare number is refused.
                  --format cwt (default) writes SG1: + base45 (fits QR version 7), jwt a JWS compact token.
-                 --aud must be the kiosk's credential-audience when it sets one.
+                 --aud must be the kiosk's credential-audience when it sets one. --config FILE (the kiosk's
+                 config) takes --aud, --iss, --format and --one-time from its [credential] section unless
+                 given, and refuses a --ttl over its credential-max-lifetime-s. --credential-audience and
+                 --credential-issuer are the same as --aud and --iss.
                  --one-time adds a jti (cti) that a kiosk with credential-one-time consumes. --kid must match
                  the kid in the kiosk's key set when keygen was given one. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
@@ -108,21 +111,25 @@ enum CredentialCommand {
         var textOnly = false
         var ecc: QREncoder.ErrorCorrection?
         var scale = 8
+        var configPath: String?
+        var formatGiven = false, oneTimeGiven = false
         var args = CommandArguments(arguments)
         do throws(UsageError) {
             while let arg = args.next() {
                 switch arg {
                 case "-h", "--help": print(help); return 0
+                case "--config": configPath = try args.value(arg, "the kiosk's config FILE")
                 case "--key": keyFile = try args.value(arg, "a private key FILE (from keygen)")
                 case "--number": number = try args.value(arg, "a credential number N")
                 case "--ttl": ttl = try duration(arg, try args.value(arg, "a DURATION such as 90s, 15m, 8h or 7d"))
-                case "--aud": request.audience = try args.value(arg, "an audience X")
-                case "--iss": request.issuer = try args.value(arg, "an issuer X")
+                case "--aud", "--credential-audience": request.audience = try args.value(arg, "an audience X")
+                case "--iss", "--credential-issuer": request.issuer = try args.value(arg, "an issuer X")
                 case "--kid": request.keyID = try args.value(arg, "a key id K")
                 case "--format":
                     let name = try args.value(arg, "jwt or cwt")
                     guard let f = CredentialFormat(rawValue: name) else { throw UsageError("--format: '\(name)' is not jwt or cwt") }
                     request.format = f
+                    formatGiven = true
                 case "--out": out = try args.value(arg, "a FILE.png or FILE.pgm")
                 case "--ecc":
                     let name = try args.value(arg, "L, M, Q or H")
@@ -132,6 +139,7 @@ enum CredentialCommand {
                 default:
                     if let on = try args.switchValue(arg, "one-time") {
                         request.oneTime = on
+                        oneTimeGiven = true
                     } else if let on = try args.switchValue(arg, "text") {
                         textOnly = on
                     } else {
@@ -147,6 +155,18 @@ enum CredentialCommand {
             }
             guard let ttl else { throw UsageError("credential issue needs --ttl DURATION (90s, 15m, 8h, 7d)") }
             if out != nil && textOnly { throw UsageError("credential issue takes --out FILE or --text, not both") }
+            if let configPath {
+                // A pass the kiosk with this file accepts: its audience, issuer, format and one-time use,
+                // unless a flag says otherwise; a lifetime over its limit is refused here, not at the door.
+                let kiosk = try Configuration.resolve(configPath: configPath, flagAssignments: []).credential
+                if request.audience == nil { request.audience = kiosk.audience }
+                if request.issuer == nil { request.issuer = kiosk.issuer }
+                if !formatGiven, let only = kiosk.format.formats.first, kiosk.format.formats.count == 1 { request.format = only }
+                if !oneTimeGiven { request.oneTime = kiosk.oneTime }
+                if kiosk.maxLifetimeSeconds > 0 && ttl > Int64(kiosk.maxLifetimeSeconds) {
+                    throw UsageError("--ttl: \(ttl) s is longer than credential-max-lifetime-s = \(kiosk.maxLifetimeSeconds) in \(configPath); that kiosk would refuse the pass")
+                }
+            }
             let key: PrivateKey
             do throws(KeyFileError) {
                 key = try KeyGeneration.loadPrivateKey(keyFile)

@@ -177,6 +177,38 @@ final class SettingNamesTests: XCTestCase {
         XCTAssertEqual(ignoring.status, 0, ignoring.stderr + ignoring.stdoutText)
     }
 
+    /// `credential issue --config` makes a pass the kiosk with that file accepts: its audience and
+    /// one-time use; a --ttl over its credential-max-lifetime-s is refused.
+    func testIssueWithTheKiosksConfigMakesAPassItAccepts() throws {
+        let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let conf = dir + "/door.conf"
+        try TestFiles.write("""
+            [credential]
+            credential-format = cwt
+            credential-keys = \(dir)/issuer/credential-keys.jwks
+            credential-audience = front-door
+            credential-one-time = yes
+            credential-replay-store = \(dir)/replay
+            credential-max-lifetime-s = 86400
+            credential-require-synced-clock = no
+
+            """, to: conf)
+        let issue = try ScangateProcess.run(["credential", "issue", "--config", conf, "--key", dir + "/issuer/site-1.key", "--kid", "site-1",
+                                             "--number", "7", "--ttl", "8h", "--text"])
+        XCTAssertEqual(issue.status, 0, issue.stderr)
+        let pass = issue.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let first = try ScangateProcess.run(["credential", "verify", "--config", conf, pass])
+        XCTAssertEqual(first.status, 0, first.stderr + first.stdoutText)
+        let again = try ScangateProcess.run(["credential", "verify", "--config", conf, pass])
+        XCTAssertEqual(again.status, 1, "one-time: " + again.stdoutText)
+        XCTAssertTrue(again.stdoutText.hasPrefix("refused: replayed"), again.stdoutText)
+        let long = try ScangateProcess.run(["credential", "issue", "--config", conf, "--key", dir + "/issuer/site-1.key",
+                                            "--number", "7", "--ttl", "2d", "--text"])
+        XCTAssertEqual(long.status, 2)
+        XCTAssertEqual(long.stderr, "scangate: --ttl: 172800 s is longer than credential-max-lifetime-s = 86400 in \(conf); that kiosk would refuse the pass\n")
+    }
+
     func testTTLNeedsAUnit() throws {
         let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/issuer", "--kid", "site-1"])
         XCTAssertEqual(keygen.status, 0, keygen.stderr)
