@@ -17,6 +17,7 @@ public enum StatusCommand {
         health with its last error, the controller link, the MQTT link and its spool.
           --json                print the daemon's JSON document as it is
           --config FILE         the daemon's config file: its status-socket is the one asked
+                                (default \(ConfigFile.defaultPath) when it exists)
           --status-socket PATH  the daemon's status socket, as status-socket in the file (overrides
                                 --config; --socket is the older name). Default here, and for auto:
                                 \(StatusSocket.defaultPath()); that is $RUNTIME_DIRECTORY/status.sock
@@ -37,17 +38,19 @@ public enum StatusCommand {
                 return ExitCode.success.rawValue
             }
             json = parsed.localValue("json") == "true"
-            // The daemon's resolution: defaults, then the file, then the flags.
+            // The daemon's resolution: defaults, then the file (the packaged service's when it exists and
+            // no other is given, as check-config reads it), then the flags.
+            let configPath = parsed.configPath ?? (access(ConfigFile.defaultPath, F_OK) == 0 ? ConfigFile.defaultPath : nil)
             let socket: String
             do throws(UsageError) {
-                socket = try Configuration.resolve(configPath: parsed.configPath, flagAssignments: parsed.assignments).service.statusSocket
+                socket = try Configuration.resolve(configPath: configPath, flagAssignments: parsed.assignments).service.statusSocket
             } catch {
                 throw UsageError(parsed.spelledAsTyped(error.message))
             }
             switch socket {
             case "auto": path = StatusSocket.defaultPath()
             case "off":
-                let given = parsed.assignments.isEmpty ? parsed.configPath.map { "in \($0)" } ?? "" : "on the command line"
+                let given = parsed.assignments.isEmpty ? configPath.map { "in \($0)" } ?? "" : "on the command line"
                 throw UsageError("status-socket is off \(given): the daemon has no status socket to ask (set status-socket = auto)")
             default: path = socket
             }
