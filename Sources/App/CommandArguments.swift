@@ -25,6 +25,28 @@ struct CommandArguments {
         return value
     }
 
+    /// Whether `arg` is the switch `name` as `run` spells switches: `--NAME`, `--no-NAME`, `--NAME=WORD` or
+    /// `--NAME WORD` (WORD yes, no, true, false, on, off; the next argument is taken only when it is one).
+    /// nil when `arg` is another argument; else the switch's value.
+    mutating func switchValue(_ arg: String, _ name: String) throws(UsageError) -> Bool? {
+        if arg == "--no-" + name { return false }
+        if arg.hasPrefix("--no-" + name + "=") { throw UsageError("--no-\(name) takes no value (write --\(name)=no or --no-\(name))") }
+        let word: String
+        if arg == "--" + name {
+            guard index < arguments.count, CommandLineParser.switchWords.contains(arguments[index].lowercased()) else { return true }
+            word = arguments[index]
+            index += 1
+        } else if arg.hasPrefix("--" + name + "=") {
+            word = String(arg.dropFirst(name.count + 3))
+        } else {
+            return nil
+        }
+        guard let on = try? ParseValue.bool(word) else {
+            throw UsageError("--\(name): '\(word)' is not yes, no, true, false, on or off")
+        }
+        return on
+    }
+
     /// A whole number in `range` after `flag`.
     mutating func number(_ flag: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int {
         let text = try value(flag, "a whole number from \(range.lowerBound) to \(range.upperBound)")

@@ -1,3 +1,4 @@
+import Config
 import Core
 import Credentials
 import Decoding
@@ -12,28 +13,42 @@ import Tools
 enum CredentialCommand {
     static let help = """
         Usage: scangate credential keygen --out DIR [--kid K] [--algorithm ed25519|es256]
-               scangate credential issue --key FILE --number N --ttl DURATION [--aud X] [--iss X] [--kid K]
-                                         [--one-time] [--format jwt|cwt] [--out FILE.png|FILE.pgm | --text]
-                                         [--ecc L|M|Q|H] [--scale N]
-               scangate credential verify TEXT|--image FILE|--stdin --keys FILE [--format jwt|cwt|any]
-                                          [--aud X] [--iss X] [--algorithms LIST] [--leeway S]
-                                          [--max-lifetime S] [--number-claim NAME] [--one-time]
-                                          [--replay-store PATH] [--require-synced-clock yes|no] [--json]
+               scangate credential issue --key FILE --number N --ttl DURATION [--config FILE] [--aud X] [--iss X]
+                                         [--kid K] [--one-time] [--format jwt|cwt]
+                                         [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
+               scangate credential verify TEXT|--image FILE|--stdin [--config FILE] [--credential-keys PATH]
+                                          [--credential-format jwt|cwt|any] [--credential-audience X]
+                                          [--credential-issuer X] [--credential-algorithms LIST]
+                                          [--credential-leeway-s S] [--credential-max-lifetime-s S]
+                                          [--credential-number-claim NAME] [--credential-one-time]
+                                          [--credential-replay-store PATH] [--no-credential-require-synced-clock]
+                                          [--json]
 
         keygen   writes a new signing key to DIR/KID.key (mode 0600) and adds its public key to
                  DIR/\(KeyGeneration.jwksName) (created, or extended so older keys stay valid). Copy only the
                  JWKS to the kiosk, as credential-keys. KID defaults to 8 characters of the key's RFC 7638
                  thumbprint; ed25519 is the default algorithm.
-        issue    signs a pass for credential number N valid for DURATION (90s, 15m, 8h, 7d; at most 3650d).
+        issue    signs a pass for credential number N valid for DURATION, which needs its unit (90s, 15m,
+                 8h, 7d; at most 3650d): a bare number is refused.
                  --format cwt (default) writes SG1: + base45 (fits QR version 7), jwt a JWS compact token.
+                 --aud must be the kiosk's credential-audience when it sets one. --config FILE (the kiosk's
+                 config) takes --aud, --iss, --format and --one-time from its [credential] section unless
+                 given, and refuses a --ttl over its credential-max-lifetime-s. --credential-audience and
+                 --credential-issuer are the same as --aud and --iss.
                  --one-time adds a jti (cti) that a kiosk with credential-one-time consumes. --kid must match
                  the kid in the kiosk's key set when keygen was given one. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
                  that keeps the smallest QR version (or --ecc).
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
-                 and prints the claims, or `refused: REASON`. --one-time consumes each accepted pass in
-                 --replay-store (default /var/lib/scangate/credential-replay), durably before it prints
-                 `accepted`: a manual gate can use it beside the daemon. --require-synced-clock defaults to yes.
+                 and prints the claims, or `refused: REASON`. Its settings are the daemon's [credential] keys,
+                 with the same names: --config FILE reads them from the daemon's config file, and flags
+                 override it. The format defaults to any; credential-require-synced-clock to yes.
+                 --credential-one-time consumes each accepted pass in --credential-replay-store (default
+                 /var/lib/scangate/credential-replay), durably before it prints `accepted`: a manual gate can
+                 use it beside the daemon. The older names --keys, --format, --aud, --iss, --algorithms,
+                 --leeway, --max-lifetime, --number-claim, --one-time, --replay-store and
+                 --require-synced-clock yes|no still work.
+        Switches take --NAME, --no-NAME, --NAME=yes|no or --NAME yes|no (also true/false, on/off).
         Exit: 0 every pass accepted (or the key/pass written), 1 a pass was refused, 2 bad flag, value or file.
         """
 
@@ -96,30 +111,40 @@ enum CredentialCommand {
         var textOnly = false
         var ecc: QREncoder.ErrorCorrection?
         var scale = 8
+        var configPath: String?
+        var formatGiven = false, oneTimeGiven = false
         var args = CommandArguments(arguments)
         do throws(UsageError) {
             while let arg = args.next() {
                 switch arg {
                 case "-h", "--help": print(help); return 0
+                case "--config": configPath = try args.value(arg, "the kiosk's config FILE")
                 case "--key": keyFile = try args.value(arg, "a private key FILE (from keygen)")
                 case "--number": number = try args.value(arg, "a credential number N")
                 case "--ttl": ttl = try duration(arg, try args.value(arg, "a DURATION such as 90s, 15m, 8h or 7d"))
-                case "--aud": request.audience = try args.value(arg, "an audience X")
-                case "--iss": request.issuer = try args.value(arg, "an issuer X")
+                case "--aud", "--credential-audience": request.audience = try args.value(arg, "an audience X")
+                case "--iss", "--credential-issuer": request.issuer = try args.value(arg, "an issuer X")
                 case "--kid": request.keyID = try args.value(arg, "a key id K")
-                case "--one-time": request.oneTime = true
                 case "--format":
                     let name = try args.value(arg, "jwt or cwt")
                     guard let f = CredentialFormat(rawValue: name) else { throw UsageError("--format: '\(name)' is not jwt or cwt") }
                     request.format = f
+                    formatGiven = true
                 case "--out": out = try args.value(arg, "a FILE.png or FILE.pgm")
-                case "--text": textOnly = true
                 case "--ecc":
                     let name = try args.value(arg, "L, M, Q or H")
                     guard let e = QREncoder.ErrorCorrection(name: name) else { throw UsageError("--ecc: '\(name)' is not one of L, M, Q, H") }
                     ecc = e
                 case "--scale": scale = try args.number(arg, 1...64)
-                default: throw UsageError("credential issue: unknown option \(arg) (see scangate credential --help)")
+                default:
+                    if let on = try args.switchValue(arg, "one-time") {
+                        request.oneTime = on
+                        oneTimeGiven = true
+                    } else if let on = try args.switchValue(arg, "text") {
+                        textOnly = on
+                    } else {
+                        throw UsageError("credential issue: unknown option \(arg) (see scangate credential --help)")
+                    }
                 }
             }
             guard let keyFile else { throw UsageError("credential issue needs --key FILE") }
@@ -130,6 +155,18 @@ enum CredentialCommand {
             }
             guard let ttl else { throw UsageError("credential issue needs --ttl DURATION (90s, 15m, 8h, 7d)") }
             if out != nil && textOnly { throw UsageError("credential issue takes --out FILE or --text, not both") }
+            if let configPath {
+                // A pass the kiosk with this file accepts: its audience, issuer, format and one-time use,
+                // unless a flag says otherwise; a lifetime over its limit is refused here, not at the door.
+                let kiosk = try Configuration.resolve(configPath: configPath, flagAssignments: []).credential
+                if request.audience == nil { request.audience = kiosk.audience }
+                if request.issuer == nil { request.issuer = kiosk.issuer }
+                if !formatGiven, let only = kiosk.format.formats.first, kiosk.format.formats.count == 1 { request.format = only }
+                if !oneTimeGiven { request.oneTime = kiosk.oneTime }
+                if kiosk.maxLifetimeSeconds > 0 && ttl > Int64(kiosk.maxLifetimeSeconds) {
+                    throw UsageError("--ttl: \(ttl) s is longer than credential-max-lifetime-s = \(kiosk.maxLifetimeSeconds) in \(configPath); that kiosk would refuse the pass")
+                }
+            }
             let key: PrivateKey
             do throws(KeyFileError) {
                 key = try KeyGeneration.loadPrivateKey(keyFile)
@@ -182,16 +219,21 @@ enum CredentialCommand {
         }
     }
 
-    /// 90, 90s, 15m, 8h, 7d: whole seconds, 1 s to 3650 days.
+    /// 90s, 15m, 8h, 7d: whole seconds, 1 s to 3650 days. The unit is required: a bare 8 could be
+    /// read as 8 seconds or 8 hours.
     static func duration(_ flag: String, _ text: String) throws(UsageError) -> Int64 {
         var digits = Substring(text)
-        var unit: Int64 = 1
+        let unit: Int64
         switch digits.last {
         case "s": unit = 1; digits = digits.dropLast()
         case "m": unit = 60; digits = digits.dropLast()
         case "h": unit = 3600; digits = digits.dropLast()
         case "d": unit = 86400; digits = digits.dropLast()
-        default: break
+        default:
+            if !text.isEmpty, text.allSatisfy(\.isNumber) {
+                throw UsageError("\(flag): '\(text)' has no unit; write it with s, m, h or d (90s, 15m, 8h, 7d)")
+            }
+            unit = 1
         }
         guard let n = Int64(digits), n > 0, n <= 3650 * 86400 / unit, n * unit <= 3650 * 86400 else {
             throw UsageError("\(flag): '\(text)' is not a duration from 1s to 3650d (90s, 15m, 8h, 7d)")
@@ -201,55 +243,59 @@ enum CredentialCommand {
 
     // MARK: - verify
 
+    /// verify's older names of the [credential] settings, kept working: the config's names
+    /// (`--credential-keys`, ...) are the documented ones.
+    static let verifyAliases: [String: String] = [
+        "keys": "credential-keys", "aud": "credential-audience", "iss": "credential-issuer",
+        "algorithms": "credential-algorithms", "leeway": "credential-leeway-s", "max-lifetime": "credential-max-lifetime-s",
+        "number-claim": "credential-number-claim", "one-time": "credential-one-time", "replay-store": "credential-replay-store",
+        "require-synced-clock": "credential-require-synced-clock", "format": "credential-format",
+    ]
+
     static func verify(_ arguments: [String]) -> Int32 {
-        var settings = CredentialSettings()
-        settings.format = .any
-        var texts: [String] = []
-        var images: [String] = []
-        var fromStdin = false
-        var json = false
-        var args = CommandArguments(arguments)
+        // The older `--require-synced-clock yes|no` always took the next argument; it still does, so a
+        // bad word there is an error and not a pass to verify.
+        var arguments = arguments
+        var at = 0
+        while at + 1 < arguments.count {
+            if arguments[at] == "--require-synced-clock" {
+                arguments[at] += "=" + arguments[at + 1]
+                arguments.remove(at: at + 1)
+            }
+            at += 1
+        }
         do throws(UsageError) {
-            while let arg = args.next() {
-                switch arg {
-                case "-h", "--help": print(help); return 0
-                case "--keys": settings.keys = try args.value(arg, "a FILE or DIR (JWKS, PEM, or KID.pem files)")
-                case "--image": images.append(try args.value(arg, "a FILE.png, .jpg or .pgm"))
-                case "--stdin": fromStdin = true
-                case "--json": json = true
-                case "--format":
-                    let name = try args.value(arg, "jwt, cwt or any")
-                    guard let f = CredentialFormatSetting(rawValue: name), f != .off else { throw UsageError("--format: '\(name)' is not jwt, cwt or any") }
-                    settings.format = f
-                case "--aud": settings.audience = try args.value(arg, "an audience X")
-                case "--iss": settings.issuer = try args.value(arg, "an issuer X")
-                case "--algorithms":
-                    let list = try args.value(arg, "a LIST of ed25519, es256")
-                    do throws(UsageError) { settings.algorithms = try CredentialSettings.parseAlgorithms(list) } catch {
-                        throw UsageError(error.message.replacingPrefix("--credential-algorithms", with: "--algorithms"))
-                    }
-                case "--leeway": settings.leewaySeconds = try args.number(arg, CredentialSettings.leewayRange)
-                case "--max-lifetime": settings.maxLifetimeSeconds = try args.number(arg, CredentialSettings.maxLifetimeRange)
-                case "--number-claim": settings.numberClaim = try args.value(arg, "a claim NAME")
-                case "--one-time": settings.oneTime = true
-                case "--replay-store": settings.replayStore = try args.value(arg, "a FILE")
-                case "--require-synced-clock":
-                    let text = try args.value(arg, "yes or no")
-                    switch text.lowercased() {
-                    case "yes", "true", "on", "1": settings.requireSyncedClock = true
-                    case "no", "false", "off", "0": settings.requireSyncedClock = false
-                    default: throw UsageError("--require-synced-clock: '\(text)' is not yes or no")
-                    }
-                default:
-                    if arg.hasPrefix("--") { throw UsageError("credential verify: unknown option \(arg) (see scangate credential --help)") }
-                    texts.append(arg)
+            let parsed = try CommandLineParser.parse(
+                arguments, table: OptionTable.credential, aliases: verifyAliases,
+                local: [.init("image", value: "a FILE.png, .jpg or .pgm"), .init("stdin"), .init("json")],
+                positionals: true, command: "credential")
+            if parsed.help { print(help); return 0 }
+            let texts = parsed.positionals
+            let images = parsed.localValues("image")
+            let fromStdin = parsed.localValue("stdin") == "true"
+            let json = parsed.localValue("json") == "true"
+            // The daemon's resolution: defaults, then the [credential] section of --config, then the flags.
+            var settings: CredentialSettings
+            do throws(UsageError) {
+                settings = try Configuration.resolve(configPath: parsed.configPath, flagAssignments: parsed.assignments).credential
+            } catch {
+                throw UsageError(parsed.spelledAsTyped(error.message))
+            }
+            if settings.format == .off {
+                // verify checks passes whatever the file says; off given as a flag is a mistake.
+                if parsed.assignments.contains(where: { $0.0.name == "credential-format" }) {
+                    let flag = parsed.spelling["credential-format"] ?? "--credential-format"
+                    throw UsageError("\(flag): 'off' is not jwt, cwt or any")
                 }
+                settings.format = .any
             }
             let sources = (texts.isEmpty ? 0 : 1) + (images.isEmpty ? 0 : 1) + (fromStdin ? 1 : 0)
             guard sources == 1 else { throw UsageError("credential verify takes a TEXT, --image FILE or --stdin (one of them)") }
-            guard settings.keys != nil else { throw UsageError("credential verify needs --keys FILE (the JWKS, PEM file or KID.pem directory of credential-keys)") }
+            guard settings.keys != nil else {
+                throw UsageError("credential verify needs --credential-keys FILE or --config FILE with credential-keys (the JWKS, PEM file or KID.pem directory)")
+            }
             do throws(UsageError) { try settings.validate() } catch {
-                throw UsageError(error.message.replacingPrefix("--credential-", with: "--"))
+                throw UsageError(parsed.spelledAsTyped(error.message))
             }
             var payloads: [[UInt8]] = texts.map { Array($0.utf8) }
             for file in images { payloads += try decodeImage(file) }
@@ -260,16 +306,24 @@ enum CredentialCommand {
             }
             let policy: CredentialPolicy
             do throws(UsageError) {
-                policy = try CredentialPolicy.make(settings: settings, logger: logger)
+                policy = try CredentialPolicy.make(settings: settings, logger: logger, clock: FaultInjection.clockCheck())
             } catch {
-                throw UsageError(error.message.replacingPrefix("credential-keys ", with: "--keys ")
-                    .replacingPrefix("credential-replay-store ", with: "--replay-store "))
+                throw UsageError(parsed.spelledAsTyped(error.message))
             }
             var allAccepted = true
+            var clockHintGiven = false
             let out = FileDescriptor(rawValue: 1)
             func judge(_ payload: [UInt8]) {
                 let result = policy.evaluate(payload)
-                if case .failure = result { allAccepted = false }
+                if case .failure(let refusal) = result {
+                    allAccepted = false
+                    if refusal.reason == .clockNotSynchronised && !clockHintGiven {
+                        clockHintGiven = true
+                        Logger.writeToStderr("scangate: the clock is not synchronised (\(Logger.escapeControls(refusal.detail))); wait for NTP "
+                            + "(timedatectl shows 'System clock synchronized: yes'), or pass --credential-require-synced-clock=no "
+                            + "for a check that ignores the clock")
+                    }
+                }
                 _ = out.writeAll(Array((render(result, json: json) + "\n").utf8))
             }
             if fromStdin {
@@ -335,11 +389,5 @@ enum CredentialCommand {
             }
         }
         finish()
-    }
-}
-
-extension String {
-    fileprivate func replacingPrefix(_ prefix: String, with replacement: String) -> String {
-        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
     }
 }

@@ -48,8 +48,6 @@ enum DecodeImageCommand {
                     settings.upceAsGTIN13 = false
                 case "--raw-qr": settings.qrTextAsUTF8 = false
                 case "--corpus": corpus = try args.value(arg, "a DIR (the corpus with samples/)")
-                case "--test-inverted": settings.testInverted = true
-                case "--no-test-inverted": settings.testInverted = false
                 case "--symbologies":
                     var set = Set<Symbology>()
                     for name in ParseValue.list(try args.value(arg, "a LIST (\(Symbology.cliNames))")) {
@@ -61,6 +59,10 @@ enum DecodeImageCommand {
                     guard !set.isEmpty else { throw UsageError("--symbologies is empty (allowed: \(Symbology.cliNames))") }
                     settings.symbologies = set
                 default:
+                    if let on = try args.switchValue(arg, "test-inverted") {
+                        settings.testInverted = on
+                        continue
+                    }
                     if arg.hasPrefix("--") { throw UsageError("unknown option \(arg) (see scangate decode-image --help)") }
                     files.append(arg)
                 }

@@ -9,8 +9,18 @@ import Platform
 ///
 /// - `hang-decode`: the decode queue blocks for ever in the decoder after its first read has been
 ///   reported, as a driver or library call that never returns would.
+/// - `clock-unsynchronised`: `credential verify` sees a clock that is not synchronised, as a kiosk
+///   before NTP has answered does.
 enum FaultInjection {
     static let variable = "SCANGATE_FAULT"
+
+    /// The clock check `credential verify` uses: the kernel's, or an unsynchronised one under the fault.
+    static func clockCheck() -> ClockSyncCheck {
+        guard let fault = getenv(variable).map({ String(cString: $0) }), fault == "clock-unsynchronised" else {
+            return ClockSync.kernel()
+        }
+        return ClockSync.fixed(false, "\(variable)=clock-unsynchronised, a test fault")
+    }
 
     static func wrap(_ decoder: Decoder, logger: Logger) -> Decoder {
         guard let fault = getenv(variable).map({ String(cString: $0) }), !fault.isEmpty else { return decoder }
@@ -19,7 +29,7 @@ enum FaultInjection {
             logger.warning("\(variable)=hang-decode: the decoder will hang after the first code (a test fault)")
             return HangingDecoder(inner: decoder)
         default:
-            logger.warning("\(variable)=\(fault) is not a known fault (hang-decode); ignored")
+            logger.warning("\(variable)=\(fault) is not a known fault (hang-decode, clock-unsynchronised); ignored")
             return decoder
         }
     }

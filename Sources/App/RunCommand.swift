@@ -35,7 +35,8 @@ enum RunCommand {
         Reads codes from a camera, the simulator or a recording, reports each code once on stdout
         (one JSON object per line by default) and to the configured devices.
         Options override the config file; each is also a key (same name) in the file's section.
-        Switches take --no-NAME to turn them off.
+        \(CommandLineParser.switchHelp)
+        Times carry their unit in the name: -ms milliseconds, -s seconds, -us microseconds, -h hours.
 
         \(CommandLineParser.helpText())
 

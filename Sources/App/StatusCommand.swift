@@ -1,41 +1,62 @@
+import Config
 import Core
 import Platform
 import Service
+import Settings
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `scangate status [--json] [--socket PATH]`: asks the running daemon over its status socket and prints
-/// a summary (or the JSON document). No daemon: one line on stderr and exit 1.
+/// `scangate status [--json] [--config FILE] [--status-socket PATH]`: asks the running daemon over its
+/// status socket and prints a summary (or the JSON document). No daemon: one line on stderr and exit 1.
 public enum StatusCommand {
     public static let usage = """
-        usage: scangate status [--json] [--socket PATH]
+        usage: scangate status [--json] [--config FILE] [--status-socket PATH]
 
         Asks the running daemon how it is doing: status, uptime, frames, reads, drops, each device's
         health with its last error, the controller link, the MQTT link and its spool.
-          --json         print the daemon's JSON document as it is
-          --socket PATH  the daemon's status socket (default here: \(StatusSocket.defaultPath());
-                         that is $RUNTIME_DIRECTORY/status.sock when set, else /run/scangate/status.sock)
-          -h, --help     show this help
-        Exit 0 when the daemon answered; 1 when no daemon runs or it cannot be asked; 2 for a bad flag.
+          --json                print the daemon's JSON document as it is
+          --config FILE         the daemon's config file: its status-socket is the one asked
+                                (default \(ConfigFile.defaultPath) when it exists)
+          --status-socket PATH  the daemon's status socket, as status-socket in the file (overrides
+                                --config; --socket is the older name). Default here, and for auto:
+                                \(StatusSocket.defaultPath()); that is $RUNTIME_DIRECTORY/status.sock
+                                when set, else /run/scangate/status.sock
+          -h, --help            show this help
+        Exit 0 when the daemon answered; 1 when no daemon runs or it cannot be asked; 2 for a bad flag
+        or config file.
         """
 
     public static func run(_ args: [String]) -> Int32 {
-        var json = false
-        var path = StatusSocket.defaultPath()
-        var rest = args[...]
-        while let a = rest.popFirst() {
-            switch a {
-            case "-h", "--help":
+        let json: Bool
+        let path: String
+        do throws(UsageError) {
+            let parsed = try CommandLineParser.parse(args, table: OptionTable.service.filter { $0.name == "status-socket" },
+                                                     aliases: ["socket": "status-socket"], local: [.init("json")], command: "status")
+            if parsed.help {
                 write(usage + "\n", to: 1)
                 return ExitCode.success.rawValue
-            case "--json": json = true
-            case "--socket":
-                guard let p = rest.popFirst(), !p.isEmpty else { return usageError("status: --socket needs a path") }
-                path = p
-            default:
-                return usageError("status: unknown option '\(a)' (see scangate status --help)")
             }
+            json = parsed.localValue("json") == "true"
+            // The daemon's resolution: defaults, then the file (the packaged service's when it exists and
+            // no other is given, as check-config reads it), then the flags.
+            let configPath = parsed.configPath ?? (access(ConfigFile.defaultPath, F_OK) == 0 ? ConfigFile.defaultPath : nil)
+            let socket: String
+            do throws(UsageError) {
+                socket = try Configuration.resolve(configPath: configPath, flagAssignments: parsed.assignments).service.statusSocket
+            } catch {
+                throw UsageError(parsed.spelledAsTyped(error.message))
+            }
+            switch socket {
+            case "auto": path = StatusSocket.defaultPath()
+            case "off":
+                let given = parsed.assignments.isEmpty ? configPath.map { "in \($0)" } ?? "" : "on the command line"
+                throw UsageError("status-socket is off \(given): the daemon has no status socket to ask (set status-socket = auto)")
+            default: path = socket
+            }
+        } catch {
+            write("scangate status: \(Logger.escapeControls(error.message))\n", to: 2)
+            return ExitCode.usage.rawValue
         }
         let answer: [UInt8]
         switch ask(path) {
@@ -70,7 +91,7 @@ public enum StatusCommand {
             let e = Errno.current
             switch e.rawValue {
             case ENOENT, ECONNREFUSED:
-                return .failure(Failure(message: "no daemon is running (nothing answers on \(path))"))
+                return .failure(Failure(message: "nothing answers on \(path) (is scangate run running with this status-socket?)"))
             case EACCES, EPERM:
                 return .failure(Failure(message: "cannot connect to \(path): \(e); run as root or as a member of group scangate"))
             default:

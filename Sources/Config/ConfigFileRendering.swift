@@ -41,7 +41,7 @@ public enum ConfigFileRendering {
             "# command-line option of `scangate run` with the same name (`serial-baud = 9600` is",
             "# `--serial-baud 9600`); options given on the command line override this file.",
             "# Each key must be in its own section. Every key below is commented out and shows its default:",
-            "# remove the leading '#' to change it. Switches take true or false.",
+            "# remove the leading '#' to change it. Switches take yes or no (or true/false, on/off).",
             "# Comments start a line with # or ;, or follow a value after ' ;'. Put a value in double",
             "# quotes to keep leading or trailing blanks or a ';' (serial-prefix = \" \").",
             "# Check the file with `scangate check-config /etc/scangate/scangate.conf`;",

@@ -6,7 +6,8 @@ public struct OptionSpec: Sendable {
     public enum Kind: Sendable, Equatable {
         /// Takes a value: `--name VALUE` or `--name=VALUE`.
         case value(placeholder: String)
-        /// A switch: `--name` on the command line; `name = true|false` in the file.
+        /// A switch: `--name`, `--no-name`, `--name=yes|no` or `--name yes|no` on the command line (also
+        /// true/false, on/off); `name = yes|no|true|false|on|off` in the file.
         case flag
     }
 
@@ -66,7 +67,7 @@ public enum ParseValue {
         switch text.trimmingSpaces.lowercased() {
         case "true", "yes", "on", "1": return true
         case "false", "no", "off", "0": return false
-        default: throw OptionValueError("'\(text)' is not true or false")
+        default: throw OptionValueError("'\(text)' is not yes, no, true, false, on or off")
         }
     }
 

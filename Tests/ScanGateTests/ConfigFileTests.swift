@@ -124,7 +124,7 @@ final class ConfigFileTests: XCTestCase {
     func testWrongTypeUsesTheOptionsOwnMessage() {
         XCTAssertEqual(error("[camera]\n\nwidth = wide\n"),
                        "scangate.conf:3: [camera] width: 'wide' is not a whole number from 16 to 4096")
-        XCTAssertEqual(error("[camera]\nfast = maybe\n"), "scangate.conf:2: [camera] fast: 'maybe' is not true or false")
+        XCTAssertEqual(error("[camera]\nfast = maybe\n"), "scangate.conf:2: [camera] fast: 'maybe' is not yes, no, true, false, on or off")
         XCTAssertEqual(error("[output]\noutput = xml\n"),
                        "scangate.conf:2: [output] output: 'xml' is not one of json, text, none")
     }

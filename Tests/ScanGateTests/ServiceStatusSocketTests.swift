@@ -205,9 +205,47 @@ final class ServiceStatusSocketTests: XCTestCase {
         let result = try ScangateProcess.run(["status", "--socket", path])
         XCTAssertEqual(result.status, 1)
         XCTAssertEqual(result.stdout, [])
-        XCTAssertEqual(result.stderr, "scangate status: no daemon is running (nothing answers on \(path))\n")
+        XCTAssertEqual(result.stderr, "scangate status: nothing answers on \(path) (is scangate run running with this status-socket?)\n")
         let bad = try ScangateProcess.run(["status", "--bogus"])
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("unknown option '--bogus'"), bad.stderr)
+    }
+
+    /// `status --config FILE` asks the socket the file's status-socket names, as the daemon run with that
+    /// file listens on; `--status-socket` (and the older `--socket`) override it.
+    func testScangateStatusFindsTheSocketSetInTheConfig() throws {
+        let path = try socketPath()
+        let conf = try TestFiles.temporaryDirectory() + "/scangate.conf"
+        try TestFiles.write("[service]\nstatus-socket = \(path)\n", to: conf)
+        // Nothing listens yet: the message names the path from the file.
+        let nobody = try ScangateProcess.run(["status", "--config", conf])
+        XCTAssertEqual(nobody.status, 1)
+        XCTAssertEqual(nobody.stderr, "scangate status: nothing answers on \(path) (is scangate run running with this status-socket?)\n")
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        defer { socket.close() }
+        let found = try ScangateProcess.run(["status", "--config", conf])
+        XCTAssertEqual(found.status, 0, found.stderr)
+        XCTAssertEqual(found.stdoutLines.first, "scangate 0.1.0, pid 4242: scanning, up 2 h 3 min")
+        let json = try ScangateProcess.run(["status", "--json", "--config", conf])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        XCTAssertEqual(try StatusReport(json: json.stdout), Self.report())
+        for flag in ["--status-socket", "--socket"] {
+            let direct = try ScangateProcess.run(["status", flag, path])
+            XCTAssertEqual(direct.status, 0, "\(flag): " + direct.stderr)
+            // The flag overrides the file.
+            let elsewhere = try TestFiles.temporaryDirectory() + "/other.sock"
+            let overridden = try ScangateProcess.run(["status", "--config", conf, flag + "=" + elsewhere])
+            XCTAssertEqual(overridden.status, 1, flag)
+            XCTAssertEqual(overridden.stderr, "scangate status: nothing answers on \(elsewhere) (is scangate run running with this status-socket?)\n")
+        }
+        // A bad value or file is exit 2, one line.
+        let relative = try ScangateProcess.run(["status", "--status-socket", "status.sock"])
+        XCTAssertEqual(relative.status, 2)
+        XCTAssertEqual(relative.stderr, "scangate status: --status-socket: 'status.sock' is not auto, off or an absolute path\n")
+        try TestFiles.write("[service]\nstatus-socket = off\n", to: conf)
+        let off = try ScangateProcess.run(["status", "--config", conf])
+        XCTAssertEqual(off.status, 2)
+        XCTAssertEqual(off.stderr.split(separator: "\n").count, 1, off.stderr)
+        XCTAssertTrue(off.stderr.contains("status-socket is off in \(conf)"), off.stderr)
     }
 }

@@ -160,6 +160,7 @@ def main(argv):
             audience = rest[i + 1]
             rest = rest[:i] + rest[i + 2:]
         batch(argv[1], int(argv[2]), int(argv[3]), int(rest[0]) if rest else 0, audience)
+        return 0
     if len(argv) >= 2 and argv[0] == "issue":
         issue(argv[1], dict(zip(argv[2::2], argv[3::2])))
         return 0
