@@ -108,6 +108,14 @@ final class Daemon: @unchecked Sendable {
         } catch {
             return usageError("\(error)")
         }
+        // One daemon per status socket, and each serial port to one daemon: a second one stops here,
+        // before it opens, binds or writes anything (the first one's metrics file included).
+        let lock: DaemonLock?
+        switch DaemonClaims.take(settings, logger: logger) {
+        case .success(let taken): lock = taken
+        case .failure(let refusal): return usageError(refusal.message)
+        }
+        defer { lock?.release() }
         decoder = FaultInjection.wrap(decoder, logger: logger)
 
         let notifier = ServiceNotifier(logger: logger)
