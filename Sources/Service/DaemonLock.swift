@@ -35,10 +35,11 @@ public final class DaemonLock: @unchecked Sendable {
         case system(SystemError)
     }
 
-    /// Takes the lock at `path` (making its directory, 0755, if missing) and writes this process's pid in it.
-    public static func acquire(path: String) -> Result<DaemonLock, Failure> {
+    /// Takes the lock at `path` (making its directory, 0755, if missing and `makeDirectory`) and writes this
+    /// process's pid in it.
+    public static func acquire(path: String, makeDirectory: Bool = true) -> Result<DaemonLock, Failure> {
         let directory = FilePath.directory(of: path)
-        if !directory.isEmpty, case .failure(let e) = FilePath.makeDirectory(directory, mode: 0o755) {
+        if makeDirectory, !directory.isEmpty, case .failure(let e) = FilePath.makeDirectory(directory, mode: 0o755) {
             return .failure(.system(SystemError("mkdir", directory, e)))
         }
         let fd: FileDescriptor

@@ -92,6 +92,24 @@ final class DaemonLockTests: XCTestCase {
         XCTAssertEqual(first.stop(), 0, first.stderr.suffix(30).joined(separator: "\n"))
     }
 
+    /// Its own status socket but the first one's metrics file: refused before it writes `scangate_up 0` there.
+    func testSecondDaemonOnTheSameMetricsFileIsRefused() throws {
+        let first = try DaemonUnderTest(["run", "--camera", "sim:" + scenario, "--status-socket", dir + "/a.sock",
+                                         "--metrics-textfile", dir + "/scangate.prom", "--metrics-interval-s", "1"])
+        defer { first.stop() }
+        XCTAssertTrue(waitUntil(30) { self.metric("scangate.prom").contains("scangate_up 1") }, "\(first.stderr)")
+        let second = try DaemonUnderTest(["run", "--camera", "sim:" + scenario, "--status-socket", dir + "/b.sock",
+                                          "--metrics-textfile", dir + "/scangate.prom"])
+        defer { second.stop() }
+        XCTAssertEqual(second.waitForExit(seconds: 10), 2, "the second daemon: \(second.stderr)")
+        XCTAssertEqual(second.stderr, ["scangate: another scangate (pid \(first.pid)) writes metrics-textfile \(dir)/scangate.prom "
+                                       + "(lock \(dir)/scangate.prom.lock); stop it first, or give this one its own metrics-textfile"])
+        XCTAssertTrue(metric("scangate.prom").contains("scangate_up 1\n"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/b.sock"))
+        XCTAssertTrue(first.process.isRunning)
+        XCTAssertEqual(first.stop(), 0, first.stderr.suffix(30).joined(separator: "\n"))
+    }
+
     /// kill -9 leaves the daemon's lock file (its flock went with the process), a UUCP lock naming a dead
     /// pid and the tty's exclusive flag (the test holds the pty open): the next daemon starts and takes it all.
     func testNextDaemonStartsAfterTheFirstIsKilled() throws {
