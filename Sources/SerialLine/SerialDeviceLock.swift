@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Platform
+import Synchronization
 
 /// The UUCP lock file Debian's serial tools use (minicom, picocom, cu, lockdev): `/run/lock/LCK..NAME`
 /// for `/dev/NAME` (symbolic links resolved first, so `/dev/serial/by-id/...` and `/dev/ttyUSB0` are one
@@ -11,13 +12,16 @@ import Platform
 /// Made whole under a temporary name (`LTMP.PID`, created O_EXCL) and linked to the lock's name, which
 /// is atomic and fails when the name exists: nobody reads a half-written lock. A lock whose pid is not a
 /// living process (a holder that was killed) is stale: it is removed and taken. Removed on `release`
-/// (SerialPort.close) only while it still holds this process's pid.
-public final class SerialDeviceLock: @unchecked Sendable {
+/// (SerialPort.close) only while it still holds this process's pid. A holder that ends without closing
+/// (kill -9, the stop deadline's `_exit`) leaves it behind with a dead pid: the next opener takes it over.
+/// As with every tool of this convention, two openers that find the same stale lock at the same instant
+/// can both take it (two daemons with one status socket never get that far: DaemonLock refuses the second).
+public final class SerialDeviceLock: Sendable {
     public static let defaultDirectory = "/run/lock"
 
     /// The lock file.
     public let path: String
-    private var held = true
+    private let held = Atomic<Bool>(true)
 
     private init(path: String) { self.path = path }
 
@@ -137,8 +141,7 @@ public final class SerialDeviceLock: @unchecked Sendable {
 
     /// Removes the lock file while it still holds this process's pid. Once.
     public func release() {
-        guard held else { return }
-        held = false
+        guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
         if SerialDeviceLock.readPID(path) == ProcessID.current { _ = FilePath.remove(path) }
     }
 
