@@ -73,7 +73,7 @@ public final class SerialPort: @unchecked Sendable {
     /// tty stayed open leaves the flag set) and TIOCEXCL is set. `close` clears it and removes the lock.
     public static func open(path: String, line config: SerialLineConfig,
                             system: SerialSystemCalls = GlibcSerialSystemCalls()) throws(SystemError) -> SerialPort {
-        var lock: SerialDeviceLock?
+        let lock: SerialDeviceLock?
         let exclusivity: Exclusivity
         switch system.lock(path) {
         case .locked(let taken):
@@ -82,8 +82,10 @@ public final class SerialPort: @unchecked Sendable {
         case .heldBy(let pid, let lockPath):
             throw SystemError("open", inUse(path, pid: pid, lockPath: lockPath), .busy)
         case .unavailable(let reason):
+            lock = nil
             exclusivity = .ioctlOnly("\(reason)")
         case .noDevice:
+            lock = nil
             exclusivity = .none
         }
         let fd: Int32
