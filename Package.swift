@@ -122,7 +122,8 @@ let package = Package(
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
         .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
                                             "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
-                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials", "MQTT"],
+                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials", "MQTT",
+                                            "SerialLine"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 

@@ -109,6 +109,14 @@ final class Daemon: @unchecked Sendable {
         } catch {
             return usageError(Configuration.explain("\(error)", configPath: configPath, flagAssignments: flags))
         }
+        // One daemon per status socket, and each serial port to one daemon: a second one stops here,
+        // before it opens, binds or writes anything (the first one's metrics file included).
+        let locks: [DaemonLock]
+        switch DaemonClaims.take(settings, logger: logger) {
+        case .success(let taken): locks = taken
+        case .failure(let refusal): return usageError(refusal.message)
+        }
+        defer { locks.forEach { $0.release() } }
         decoder = FaultInjection.wrap(decoder, logger: logger)
 
         let notifier = ServiceNotifier(logger: logger)

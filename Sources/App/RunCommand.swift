@@ -51,6 +51,11 @@ enum RunCommand {
         output is left inactive); SIGUSR1 pauses/resumes decoding; SIGHUP reloads the config file (the
         camera stays open when its settings did not change, and each output is rebuilt only when its
         own settings did).
+
+        One daemon per status socket: run holds a lock beside it (STATUS-SOCKET.lock, the pid inside); a
+        second one with the same status-socket exits 2 naming the first one's pid. Serial and OSDP ports
+        are opened exclusively (the lock file /run/lock/LCK..NAME and TIOCEXCL); a port another process
+        holds stops run with exit 2, naming that process.
         """
     }
 }

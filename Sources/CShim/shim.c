@@ -36,6 +36,7 @@ unsigned long shim_tiocgrs485(void) { return TIOCGRS485; }
 unsigned long shim_tiocsrs485(void) { return TIOCSRS485; }
 unsigned long shim_tiocmget(void) { return TIOCMGET; }
 unsigned long shim_tiocoutq(void) { return TIOCOUTQ; }
+unsigned long shim_tiocgexcl(void) { return TIOCGEXCL; }
 int shim_ioctl_int(int fd, unsigned long request, int *value) { return ioctl(fd, request, value); }
 
 int shim_enable_rs485(int fd, int rts_on_send) {

@@ -40,22 +40,72 @@ public final class SerialPort: @unchecked Sendable {
     /// How long a poll waits at most before the deadline is looked at again (a shutdown can shorten it).
     private static let pollSliceMilliseconds = 50.0
 
-    private init(path: String, fd: Int32, system: SerialSystemCalls, line: SerialTermios) {
+    private init(path: String, fd: Int32, system: SerialSystemCalls, line: SerialTermios, lock: SerialDeviceLock?,
+                 exclusivity: Exclusivity) {
         self.path = path
         self.fd = fd
         self.system = system
         self.line = line
+        self.lock = lock
+        self.exclusivity = exclusivity
     }
+
+    /// How the port is kept to this process.
+    public enum Exclusivity: Equatable, Sendable {
+        /// TIOCEXCL and the UUCP lock file at this path.
+        case lockFile(String)
+        /// TIOCEXCL alone: the lock directory could not be written (why); other programs that follow the
+        /// lock-file convention do not see this port as taken.
+        case ioctlOnly(String)
+        /// A fake device (unit tests).
+        case none
+    }
+    public let exclusivity: Exclusivity
+    private let lock: SerialDeviceLock?
 
     /// Opens `path` non-blocking without making it the controlling terminal, puts it in raw mode with
     /// the configured speed, format and flow control, checks the driver took them, enables RS-485 if
     /// asked, and discards any output still queued from before.
+    ///
+    /// The port is this process's alone: the UUCP lock file is taken first (SerialDeviceLock; a living holder
+    /// is refused with its pid), then, once the device answers as a tty, a tty another process put in
+    /// exclusive mode is refused (when there is no lock file to say it is ours: a holder killed while the
+    /// tty stayed open leaves the flag set) and TIOCEXCL is set. `close` clears it and removes the lock.
     public static func open(path: String, line config: SerialLineConfig,
                             system: SerialSystemCalls = GlibcSerialSystemCalls()) throws(SystemError) -> SerialPort {
-        let fd = try system.open(path, flags: O_RDWR | O_NOCTTY | O_NONBLOCK).get("open", path)
+        let lock: SerialDeviceLock?
+        let exclusivity: Exclusivity
+        switch system.lock(path) {
+        case .locked(let taken):
+            lock = taken
+            exclusivity = .lockFile(taken.path)
+        case .heldBy(let pid, let lockPath):
+            throw SystemError("open", inUse(path, pid: pid, lockPath: lockPath), .busy)
+        case .unavailable(let reason):
+            lock = nil
+            exclusivity = .ioctlOnly("\(reason)")
+        case .noDevice:
+            lock = nil
+            exclusivity = .none
+        }
+        let fd: Int32
+        do throws(SystemError) {
+            fd = try system.open(path, flags: O_RDWR | O_NOCTTY | O_NONBLOCK).get("open", path)
+        } catch {
+            lock?.release()
+            throw error
+        }
         let line = SerialTermios(baud: config.baud, format: config.format, rtscts: config.rtscts)
+        var madeExclusive = false
         do throws(SystemError) {
             let current = try system.getAttributes(fd).get("tcgetattr", path)
+            // TIOCGEXCL is Linux 3.8 and later: a kernel without it cannot tell, and TIOCEXCL still holds.
+            if lock == nil, case .success(true) = system.isExclusive(fd) {
+                throw SystemError("open", path + " (held exclusively, TIOCEXCL, by another process; "
+                                  + "`fuser -v \(path)` names it: stop it first)", .busy)
+            }
+            try system.setExclusive(fd, true).get("set exclusive mode (TIOCEXCL) on", path)
+            madeExclusive = true
             try system.setAttributes(fd, line.apply(to: current)).get("tcsetattr", path)
             // tcsetattr succeeds when any of the changes was taken: read back what the driver did.
             let readBack = try system.getAttributes(fd).get("tcgetattr", path)
@@ -72,10 +122,18 @@ public final class SerialPort: @unchecked Sendable {
                 try system.discardOutput(fd).get("tcflush", path)
             }
         } catch {
+            if madeExclusive { _ = system.setExclusive(fd, false) }
             _ = system.close(fd)
+            lock?.release()
             throw error
         }
-        return SerialPort(path: path, fd: fd, system: system, line: line)
+        return SerialPort(path: path, fd: fd, system: system, line: line, lock: lock, exclusivity: exclusivity)
+    }
+
+    /// "/dev/ttyS0 (in use by pid 1234, lock /run/lock/LCK..ttyS0: stop that process first)".
+    public static func inUse(_ path: String, pid: Int32?, lockPath: String) -> String {
+        let who = pid.map { "in use by pid \($0)" } ?? "in use: its lock holds no pid; remove it if no program uses the port"
+        return "\(path) (\(who), lock \(lockPath)" + (pid == nil ? ")" : ": stop that process first)")
     }
 
     /// What became of one frame.
@@ -157,7 +215,11 @@ public final class SerialPort: @unchecked Sendable {
         if case .success(let queued) = system.outputQueueLength(fd), queued > 0 {
             _ = system.discardOutput(fd)
         }
+        // Cleared before the close: when another descriptor keeps the tty (a pty's other users), the flag
+        // would outlive this port and refuse the next open.
+        _ = system.setExclusive(fd, false)
         _ = system.close(fd)
+        lock?.release()
     }
 
     /// What one read brought.

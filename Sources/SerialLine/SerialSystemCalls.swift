@@ -25,6 +25,13 @@ public protocol SerialSystemCalls: Sendable {
     /// tcflush(TCOFLUSH): discards bytes written but not yet transmitted.
     func discardOutput(_ fd: Int32) -> Result<Void, Errno>
     func close(_ fd: Int32) -> Result<Void, Errno>
+    /// The UUCP lock file for `path` (SerialDeviceLock), taken before the port is opened.
+    func lock(_ path: String) -> SerialDeviceLock.Outcome
+    /// TIOCGEXCL: whether the tty is in exclusive mode already.
+    func isExclusive(_ fd: Int32) -> Result<Bool, Errno>
+    /// TIOCEXCL (true) or TIOCNXCL (false): further open(2)s of the tty fail with EBUSY, except those of a
+    /// process with CAP_SYS_ADMIN (root): the lock file and `isExclusive` cover those.
+    func setExclusive(_ fd: Int32, _ exclusive: Bool) -> Result<Void, Errno>
 }
 
 extension SerialSystemCalls {
@@ -33,6 +40,10 @@ extension SerialSystemCalls {
         .failure(.wouldBlock)
     }
     public func discardInput(_ fd: Int32) -> Result<Void, Errno> { .success(()) }
+    /// Fakes stand for no real device: no lock file, never exclusive.
+    public func lock(_ path: String) -> SerialDeviceLock.Outcome { .noDevice }
+    public func isExclusive(_ fd: Int32) -> Result<Bool, Errno> { .success(false) }
+    public func setExclusive(_ fd: Int32, _ exclusive: Bool) -> Result<Void, Errno> { .success(()) }
 }
 
 /// The real calls, over Glibc.
@@ -84,5 +95,20 @@ public struct GlibcSerialSystemCalls: SerialSystemCalls {
 
     public func close(_ fd: Int32) -> Result<Void, Errno> {
         FileDescriptor(rawValue: fd).close()
+    }
+
+    public func lock(_ path: String) -> SerialDeviceLock.Outcome {
+        SerialDeviceLock.acquire(device: path)
+    }
+
+    public func isExclusive(_ fd: Int32) -> Result<Bool, Errno> {
+        var value: Int32 = 0
+        return retryOnInterrupt { shim_ioctl_int(fd, shim_tiocgexcl(), &value) }.map { _ in value != 0 }
+    }
+
+    public func setExclusive(_ fd: Int32, _ exclusive: Bool) -> Result<Void, Errno> {
+        var unused: Int32 = 0
+        let request = UInt(exclusive ? TIOCEXCL : TIOCNXCL)
+        return retryOnInterrupt { shim_ioctl_int(fd, request, &unused) }.map { _ in () }
     }
 }

@@ -8,6 +8,8 @@ public struct ServiceSettings: SettingsSection {
     public var stopTimeoutMs: Int = 3000
     /// `status-socket`: where `scangate status` asks the running daemon. `auto`: status.sock in
     /// $RUNTIME_DIRECTORY (systemd's RuntimeDirectory=), else /run/scangate/status.sock; `off`: none.
+    /// It also names the daemon: `run` holds an flock on `SOCKET.lock` (the default's with `off`), so one
+    /// daemon runs per socket (Service/DaemonLock).
     public var statusSocket: String = "auto"
     /// `metrics-textfile`: the Prometheus node exporter's textfile-collector file (`.prom`), written
     /// atomically every `metrics-interval-s`; empty: no metrics file.

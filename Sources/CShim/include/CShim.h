@@ -28,6 +28,8 @@ int shim_ioctl_int(int fd, unsigned long request, int *value);
 unsigned long shim_tiocmget(void);
 /// TIOCOUTQ: bytes in a tty's output queue, not yet transmitted.
 unsigned long shim_tiocoutq(void);
+/// TIOCGEXCL: whether a tty is in exclusive mode (TIOCEXCL) now; Linux 3.8 and later.
+unsigned long shim_tiocgexcl(void);
 
 // ---- V4L2 ----
 unsigned long shim_vidioc_querycap(void);

@@ -292,6 +292,9 @@ final class OSDPLinkWorker: @unchecked Sendable {
             backoffMs = 100
             peripheral.resetReader()
             logger.info("osdp: listening on \(device) (\(port?.lineDescription ?? "")) as address \(peripheral.address)")
+            if case .ioctlOnly(let reason) = port?.exclusivity {
+                logger.notice("osdp: no lock file for \(device) (\(reason)); the port is kept by TIOCEXCL alone")
+            }
             refreshHealth()
         } catch {
             logger.warning("osdp: \(error); retrying in \(Int(backoffMs)) ms", rateLimitKey: "osdp-open")

@@ -396,6 +396,9 @@ final class SerialWorker: @unchecked Sendable {
         }
         if !everOpened {
             logger.info("serial: \(settings.summary) open" + (readsReplies ? ", reading the controller's replies" : ""))
+            if case .ioctlOnly(let reason) = opened.exclusivity {
+                logger.notice("serial: no lock file for \(path) (\(reason)); the port is kept by TIOCEXCL alone")
+            }
         } else if outage {
             logger.notice("serial: \(path) is back (\(settings.summary))")
         }
