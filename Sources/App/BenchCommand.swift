@@ -56,6 +56,10 @@ enum BenchCommand {
             return usageError(error.message)
         }
         // Ctrl-C (or SIGTERM) prints what was measured so far, then exits 130: a long run is not lost.
+        let asJSON = json
+        // A shell that started us in the background may have left SIGINT ignored; Ctrl-C must work here.
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
         SignalHandlers.blockSignals()
         let progressLine = ProgressLine(interval: 5)
         let partial = Mutex<BenchReport>(BenchReport())
@@ -66,7 +70,7 @@ enum BenchCommand {
             let report = partial.withLock { $0 }
             let at = stage.withLock { $0?.name } ?? "the start"
             Logger.writeToStderr("bench: interrupted during \(at); \(report.rows.count) figures measured before it:")
-            _ = FileDescriptor(rawValue: 1).writeAll(Array(((json ? report.json() : report.table()) + "\n").utf8))
+            _ = FileDescriptor(rawValue: 1).writeAll(Array(((asJSON ? report.json() : report.table()) + "\n").utf8))
             _exit(130)
         }
         try? signals.start()

@@ -29,7 +29,7 @@ public enum Configuration {
         var found: [(range: Range<String.Index>, name: String)] = []
         for option in table.sorted(by: { $0.name.count > $1.name.count }) {
             var from = message.startIndex
-            while let range = message.range(of: "--" + option.name, range: from..<message.endIndex) {
+            while let range = Self.find("--" + option.name, in: message, from: from) {
                 from = range.upperBound
                 if range.upperBound < message.endIndex, let c = message[range.upperBound].unicodeScalars.first,
                    c.properties.isAlphabetic || c == "-" || ("0"..."9").contains(c) { continue }
@@ -47,7 +47,7 @@ public enum Configuration {
         }
         if found.isEmpty {
             for option in table {
-                guard let range = text.range(of: option.name) else { continue }
+                guard let range = Self.find(option.name, in: text, from: text.startIndex) else { continue }
                 let before = range.lowerBound > text.startIndex ? text[text.index(before: range.lowerBound)] : nil
                 let after = range.upperBound < text.endIndex ? text[range.upperBound] : nil
                 if !continuesName(before) && !continuesName(after) { found.append((range, option.name)) }
@@ -60,5 +60,23 @@ public enum Configuration {
             if let entry = entries.first(where: { $0.option.name == hit.name }) { return "\(path):\(entry.line): \(text)" }
         }
         return "\(path): \(text)"
+    }
+
+    /// The first occurrence of `needle` in `text` at or after `start`, compared byte for byte.
+    static func find(_ needle: String, in text: String, from start: String.Index) -> Range<String.Index>? {
+        let bytes = Array(needle.utf8)
+        guard !bytes.isEmpty else { return nil }
+        var i = start
+        while i < text.endIndex {
+            var j = i, k = 0
+            let utf8 = text.utf8
+            while k < bytes.count, j < utf8.endIndex, utf8[j] == bytes[k] {
+                j = utf8.index(after: j)
+                k += 1
+            }
+            if k == bytes.count, let lower = i.samePosition(in: text), let upper = j.samePosition(in: text) { return lower..<upper }
+            i = text.index(after: i)
+        }
+        return nil
     }
 }

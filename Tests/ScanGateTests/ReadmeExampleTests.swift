@@ -92,8 +92,10 @@ final class ReadmeExampleTests: XCTestCase {
         func local(_ text: String) -> String {
             text.replacingOccurrences(of: "/root/passes", with: dir + "/passes")
                 .replacingOccurrences(of: "/etc/scangate/credential-keys.jwks", with: dir + "/passes/credential-keys.jwks")
+                .replacingOccurrences(of: "/etc/scangate/scangate.conf", with: dir + "/scangate.conf")
                 .replacingOccurrences(of: " pass.png", with: " \(dir)/pass.png")
         }
+        try TestFiles.write(local(config.joined(separator: "\n")) + "\n", to: dir + "/scangate.conf")
         var ran = 0
         for line in commands {
             let command = String(line.split(separator: "#", maxSplits: 1)[0]).trimmingCharacters(in: .whitespaces)
@@ -104,13 +106,12 @@ final class ReadmeExampleTests: XCTestCase {
                 let key = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: dir + "/passes").first { $0.hasSuffix(".key") })
                 args = args.map { $0.hasSuffix("/KID.key") ? dir + "/passes/" + key : $0 }
             }
-            if args.starts(with: ["credential", "verify"]) { args += ["--require-synced-clock", "no"] }
+            if args.starts(with: ["credential", "verify"]) { args += ["--credential-require-synced-clock=no"] }
             let result = try ScangateProcess.run(args)
             XCTAssertEqual(result.status, 0, "\(command): \(result.stdoutText) \(result.stderr)")
             ran += 1
         }
         XCTAssertEqual(ran, 3, "keygen, issue, verify")
-        try TestFiles.write(local(config.joined(separator: "\n")) + "\n", to: dir + "/scangate.conf")
         let check = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
         XCTAssertEqual(check.status, 0, check.stderr)
         // The pass the README issues is for the audience its config sets.

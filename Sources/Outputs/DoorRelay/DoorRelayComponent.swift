@@ -76,7 +76,7 @@ extension DoorRelayOutput {
         guard health.state != .down else {
             // Doctor tries once; the interval the row quotes is run's, not doctor's one-attempt setting.
             let why = (health.lastError ?? health.detail)
-                .replacingOccurrences(of: "every \(Int(runtime.retryMs)) ms", with: "every \(Int(DoorRelayRuntime().retryMs)) ms under scangate run")
+                .replacing("every \(Int(runtime.retryMs)) ms", with: "every \(Int(DoorRelayRuntime().retryMs)) ms under scangate run")
             return [.fail(.doorRelay, "door-relay line", why, fix: fix(why))]
         }
         let level = settings.activeLow ? "idle high, energised low" : "idle low, energised high"

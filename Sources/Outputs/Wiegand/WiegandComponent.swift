@@ -76,7 +76,7 @@ extension WiegandOutput {
             guard health.state != .down else {
                 // Doctor tries once; the interval the row quotes is run's.
                 let why = (health.lastError ?? health.detail)
-                    .replacingOccurrences(of: "every \(quiet.retryMs) ms", with: "every \(WiegandRuntime().retryMs) ms under scangate run")
+                    .replacing("every \(quiet.retryMs) ms", with: "every \(WiegandRuntime().retryMs) ms under scangate run")
                 return [.fail(.wiegand, "wiegand lines", why, fix: fix(why))]
             }
             return [.pass(.wiegand, "wiegand lines", health.detail)]
