@@ -82,8 +82,12 @@ private final class INIParseContext {
     var lastHandled: (section: String, key: String)?
     var firstError: UsageError?
     var firstErrorLine = 0
-    /// The longest line inih reads (its INI_MAX_LINE less CR, LF and NUL), known from the first read.
-    var lineLimit = Int.max
+    /// The longest `key = value` line a file may hold. inih reads lines of at most its INI_MAX_LINE (200
+    /// bytes with CR, LF and NUL); a longer one is split here by inih's own rules (see `longLine`).
+    static let maxLineLength = 4096
+    var lineLimit = INIParseContext.maxLineLength
+    /// Values of lines too long for inih, by line: inih was handed `key = ` and the value is taken here.
+    var longValues: [Int: String] = [:]
 
     init(bytes: [UInt8], name: String, table: [OptionSpec]) {
         self.bytes = bytes
@@ -133,18 +137,74 @@ private final class INIParseContext {
             fail("contains a NUL byte; the config file must be text")
             return nil
         }
-        // inih needs room for the line, CR, LF and NUL; a longer line would be split and misparsed.
-        lineLimit = size - 3
+        // inih needs room for the line, CR, LF and NUL. A longer `key = value` line (a long allow-regex)
+        // is read here by inih's rules, and inih is handed the key with an empty value.
+        var handed = lineText
         if lineText.count + 1 > size {
-            fail("line is longer than \(size - 3) characters")
-            return nil
+            guard lineText.count <= Self.maxLineLength else {
+                fail("line is longer than \(Self.maxLineLength) characters")
+                return nil
+            }
+            switch longLine() {
+            case .comment:
+                handed = [0x0A]
+            case .assignment(let key, let value):
+                longValues[line] = value
+                handed = Array("\(key) =\n".utf8)
+            case .other:
+                fail("a line of \(lineText.count) characters must be `key = value` or a comment")
+                return nil
+            }
+            guard handed.count + 1 <= size else {
+                fail("the key is too long")
+                return nil
+            }
         }
         checkSectionHeader()
-        lineText.withUnsafeBufferPointer { source in
+        handed.withUnsafeBufferPointer { source in
             for (i, byte) in source.enumerated() { buffer[i] = CChar(bitPattern: byte) }
         }
-        buffer[lineText.count] = 0
+        buffer[handed.count] = 0
         return buffer
+    }
+
+    /// A line too long for inih, split as inih 55 splits one: blanks trimmed; a comment (`;` or `#` first)
+    /// is skipped; a section that long is refused; the key ends at the first `=` or `:`, the value at a `;`
+    /// that follows a blank (an inline comment); both trimmed.
+    enum LongLine {
+        case comment
+        case assignment(key: String, value: String)
+        case other
+    }
+
+    func longLine() -> LongLine {
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || (0x09...0x0D).contains(b) }
+        var text = lineText[...]
+        while let last = text.last, isSpace(last) { text = text.dropLast() }
+        while let first = text.first, isSpace(first) { text = text.dropFirst() }
+        guard let first = text.first else { return .comment }
+        if first == UInt8(ascii: ";") || first == UInt8(ascii: "#") { return .comment }
+        if first == UInt8(ascii: "[") { return .other }
+        // find_chars_or_comment: stops at a delimiter, or at a `;` after a blank.
+        func stop(_ slice: ArraySlice<UInt8>, delimiters: Bool) -> ArraySlice<UInt8>.Index {
+            var wasSpace = false
+            for i in slice.indices {
+                let b = slice[i]
+                if delimiters && (b == UInt8(ascii: "=") || b == UInt8(ascii: ":")) { return i }
+                if wasSpace && b == UInt8(ascii: ";") { return i }
+                wasSpace = isSpace(b)
+            }
+            return slice.endIndex
+        }
+        let delimiter = stop(text, delimiters: true)
+        guard delimiter < text.endIndex, text[delimiter] != UInt8(ascii: ";") else { return .other }
+        var key = text[..<delimiter]
+        while let last = key.last, isSpace(last) { key = key.dropLast() }
+        var value = text[(delimiter + 1)...]
+        value = value[..<stop(value, delimiters: false)]
+        while let f = value.first, isSpace(f) { value = value.dropFirst() }
+        while let l = value.last, isSpace(l) { value = value.dropLast() }
+        return .assignment(key: String(decoding: key, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
     }
 
     /// Reports unknown sections on their header line, even when no key follows them. inih's own rule:
@@ -189,10 +249,10 @@ private final class INIParseContext {
             fail("[\(section)] \(key) is set twice (first on line \(first)); keep one")
             return false
         }
-        let value = ConfigValue.unquote(rawValue)
+        let value = ConfigValue.unquote(longValues[line] ?? rawValue)
         // check-config writes `key = value` (quoted if needed): it must fit in a line inih can read back.
         if ConfigFileRendering.assignment(key, value).utf8.count > lineLimit {
-            fail("[\(section)] \(key): value is too long ('\(key) = VALUE' must fit in \(lineLimit) characters)")
+            fail("[\(section)] \(key): value is too long ('\(key) = VALUE' must fit in \(lineLimit) characters on one line)")
             return false
         }
         firstLineOfOption[key] = firstLineOfOption[key] ?? line

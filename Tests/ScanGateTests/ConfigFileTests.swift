@@ -150,9 +150,27 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(message.hasPrefix("scangate.conf:3: [camera] camera: indented continuation"), message)
     }
 
-    func testOverlongLineIsRejectedNotSplit() throws {
-        let message = try XCTUnwrap(error("[camera]\ncamera = sim:" + String(repeating: "A", count: 300) + "\n"))
-        XCTAssertTrue(message.hasPrefix("scangate.conf:2: line is longer than"), message)
+    /// Issue 27: a line past libinih's 197 characters (a long allow-regex) was refused. Lines up to 4096
+    /// characters are read whole, by inih's rules (an inline `;` comment after a blank, blanks trimmed);
+    /// longer ones, and long comments or sections, are refused with the line.
+    func testLongLinesAreReadWholeUpTo4096Characters() throws {
+        let regex = "^(" + (0..<60).map { "GATE-\($0)" }.joined(separator: "|") + ")$"
+        XCTAssertGreaterThan(regex.count, 400)
+        let entries = try ConfigFile.parse("[filter]\nallow-regex = \(regex)   ; the gates\n[camera]\ncamera = sim:A\n", name: "scangate.conf")
+        XCTAssertEqual(entries.map(\.value), [regex, "sim:A"])
+        XCTAssertEqual(entries.map(\.line), [2, 4])
+        // check-config's rendering of it reads back the same.
+        var settings = RunSettings()
+        try ConfigFile.apply(entries, from: "scangate.conf", to: &settings)
+        let rendered = ConfigFileRendering.effective(settings, header: [])
+        var again = RunSettings()
+        try ConfigFile.apply(try ConfigFile.parse(rendered, name: "rendered"), from: "rendered", to: &again)
+        XCTAssertEqual(again.filter.allowRegex, regex)
+        let message = try XCTUnwrap(error("[camera]\ncamera = sim:" + String(repeating: "A", count: 5000) + "\n"))
+        XCTAssertTrue(message.hasPrefix("scangate.conf:2: line is longer than 4096 characters"), message)
+        XCTAssertNil(error("[camera]\n# " + String(repeating: "A", count: 300) + "\ncamera = sim:A\n"), "a long comment is a comment")
+        let section = try XCTUnwrap(error("[" + String(repeating: "a", count: 300) + "]\n"))
+        XCTAssertTrue(section.hasPrefix("scangate.conf:1: a line of 303 characters must be `key = value` or a comment"), section)
     }
 
     func testUnreadableFileIsNamed() throws {
