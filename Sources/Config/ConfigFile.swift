@@ -141,7 +141,9 @@ private final class INIParseContext {
         // is read here by inih's rules, and inih is handed the key with an empty value.
         var handed = lineText
         if lineText.count + 1 > size {
-            guard lineText.count <= Self.maxLineLength else {
+            // The line's characters, without its line end.
+            let length = lineText.count - (lineText.last == 0x0A ? 1 : 0) - (lineText.dropLast().last == 0x0D ? 1 : 0)
+            guard length <= Self.maxLineLength else {
                 fail("line is longer than \(Self.maxLineLength) characters")
                 return nil
             }
@@ -152,7 +154,7 @@ private final class INIParseContext {
                 longValues[line] = value
                 handed = Array("\(key) =\n".utf8)
             case .other:
-                fail("a line of \(lineText.count) characters must be `key = value` or a comment")
+                fail("a line of \(length) characters must be `key = value` or a comment")
                 return nil
             }
             guard handed.count + 1 <= size else {

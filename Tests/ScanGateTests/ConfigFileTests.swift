@@ -170,7 +170,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(message.hasPrefix("scangate.conf:2: line is longer than 4096 characters"), message)
         XCTAssertNil(error("[camera]\n# " + String(repeating: "A", count: 300) + "\ncamera = sim:A\n"), "a long comment is a comment")
         let section = try XCTUnwrap(error("[" + String(repeating: "a", count: 300) + "]\n"))
-        XCTAssertTrue(section.hasPrefix("scangate.conf:1: a line of 303 characters must be `key = value` or a comment"), section)
+        XCTAssertTrue(section.hasPrefix("scangate.conf:1: a line of 302 characters must be `key = value` or a comment"), section)
     }
 
     func testUnreadableFileIsNamed() throws {
