@@ -32,6 +32,16 @@ final class CredentialTrustTests: XCTestCase {
     /// runtime, which finds argv just below the initial environment, then sees no arguments.)
     static let faketime = "/usr/bin/faketime"
 
+    /// The scangate that runs under faketime. libfaketime's constructor allocates while a sanitizer's
+    /// runtime initialises, which deadlocks ThreadSanitizer's allocator (seen in the TSan run: the child
+    /// asleep in its allocator lock), so the sanitizer runs give that one step the plain build of the same
+    /// sources (`make test` builds it first, in test-unit); every other step runs the sanitizer build.
+    static var fakedClockBinary: String {
+        let own = ScangateProcess.binary
+        guard own.contains("/.build-tsan/") || own.contains("/.build-asan/") else { return own }
+        return TestFiles.repositoryRoot + "/.build/debug/scangate"
+    }
+
     /// `count` one-time JWT passes from PyJWT, valid from now + `offset` for `ttl` seconds; the key set
     /// is `dir/batch.jwks`.
     func passes(_ count: Int, ttl: Int, offset: Int = 0, audience: String? = nil) throws -> [String] {
@@ -49,14 +59,14 @@ final class CredentialTrustTests: XCTestCase {
         var environment: [String: String] = [:]
         if !launcher.isEmpty {
             environment["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
-            // An AddressSanitizer build wants its runtime first among the preloaded libraries.
-            let asan = ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? ""
-            environment["ASAN_OPTIONS"] = asan + "verify_asan_link_order=0"
+            XCTAssertTrue(FileManager.default.isExecutableFile(atPath: Self.fakedClockBinary),
+                          "\(Self.fakedClockBinary) is missing: the sanitizer runs need the plain build too (make test-unit)")
         }
         let result = try ScangateProcess.run(["credential", "verify", "--stdin", "--json", "--one-time", "--replay-store", store,
                                               "--keys", dir + "/batch.jwks", "--require-synced-clock", "no"] + extra,
                                              timeout: 120, environment: environment,
-                                             stdin: tokens.joined(separator: "\n") + "\n", launcher: launcher)
+                                             stdin: tokens.joined(separator: "\n") + "\n", launcher: launcher,
+                                             executable: launcher.isEmpty ? nil : Self.fakedClockBinary)
         let lines = result.stdoutLines
         XCTAssertEqual(lines.count, tokens.count, result.stderr)
         return try lines.map { line in

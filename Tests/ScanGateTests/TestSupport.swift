@@ -52,12 +52,15 @@ struct ScangateProcess {
 
     /// Runs `scangate args...`; fails the test if it does not end within `timeout` seconds.
     /// `environment` adds to (or replaces) this process's variables; `stdin` is written to its standard input;
-    /// `launcher` runs scangate through another program (`["/usr/bin/faketime", "-f", "+2d"]`).
+    /// `launcher` runs scangate through another program (`["/usr/bin/faketime", "-f", "+2d"]`), and
+    /// `executable` is another scangate build than `binary`.
     static func run(_ args: [String], timeout: TimeInterval = 60, environment: [String: String] = [:], stdin: String? = nil,
-                    launcher: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws -> Result {
+                    launcher: [String] = [], executable: String? = nil,
+                    file: StaticString = #filePath, line: UInt = #line) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
-        process.arguments = launcher.isEmpty ? args : Array(launcher.dropFirst()) + [binary] + args
+        let scangate = executable ?? binary
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? scangate)
+        process.arguments = launcher.isEmpty ? args : Array(launcher.dropFirst()) + [scangate] + args
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         }
