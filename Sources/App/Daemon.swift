@@ -151,13 +151,16 @@ final class Daemon: @unchecked Sendable {
         }
 
         logger.info("scangate \(ScanGateCommand.version): reading \(source.name)")
+        // Feedback devices first: a door output's inputs (the Wiegand panel's LED and beeper wires, an
+        // OSDP panel's first LED command) may speak as soon as the output starts.
+        installFeedback(components, hub, from: nil, to: settings)
         do {
             try outputs.start(settings)
         } catch {
+            hub.close(deadline: .now().adding(milliseconds: 2000))
             signals.cancel()
             return usageError("\(error)")
         }
-        installFeedback(components, hub, from: nil, to: settings)
         services.apply(settings.service)
 
         var sourceOpen = false

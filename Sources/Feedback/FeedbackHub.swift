@@ -15,6 +15,9 @@ public final class FeedbackHub: FeedbackSink, ReadFeedback, StatusObserver, @unc
         var settings: FeedbackSettings
         var devices: [(slot: String, device: any FeedbackDevice)] = []
         var status: DaemonStatus?
+        /// What a door controller holds now (a permanent LED state, a tone until replaced): played to a
+        /// device installed later (a reload that rebuilt it), so the reader does not forget it.
+        var held = FeedbackCommand()
         var closed = false
     }
     private let state: Mutex<State>
@@ -37,18 +40,25 @@ public final class FeedbackHub: FeedbackSink, ReadFeedback, StatusObserver, @unc
     /// the new one is told the current status.
     public func install(_ device: (any FeedbackDevice)?, slot: String,
                         closingOldBy deadline: MonotonicInstant = .now().adding(milliseconds: 2000)) {
-        let (old, status) = state.withLock { s -> ((any FeedbackDevice)?, DaemonStatus?) in
+        let (old, status, held) = state.withLock { s -> ((any FeedbackDevice)?, DaemonStatus?, FeedbackCommand) in
             let old = s.devices.first { $0.slot == slot }?.device
             s.devices.removeAll { $0.slot == slot }
             if let device, !s.closed { s.devices.append((slot, device)) }
-            return (old, s.status)
+            return (old, s.status, s.held)
         }
         old?.close(deadline: deadline)
         if let status, let observer = device as? StatusObserver { observer.statusChanged(status) }
+        if let device, held != FeedbackCommand() { device.play(.command(held)) }
     }
 
+    /// What a controller holds now (see `State.held`).
+    public var held: FeedbackCommand { state.withLock { $0.held } }
+
     public func play(_ request: FeedbackRequest, origin: String) {
-        let devices = state.withLock { $0.closed ? [] : $0.devices.map(\.device) }
+        let devices = state.withLock { s -> [any FeedbackDevice] in
+            if case .command(let c) = request { s.held.hold(c) }
+            return s.closed ? [] : s.devices.map(\.device)
+        }
         if logger.isEnabled(.debug) { logger.debug("feedback from \(origin): \(Self.describe(request))") }
         for d in devices { d.play(request) }
     }
@@ -130,5 +140,16 @@ public final class FeedbackHub: FeedbackSink, ReadFeedback, StatusObserver, @unc
         case .milliseconds(let ms): return "\(ms) ms"
         case .untilReplaced: return "until replaced"
         }
+    }
+}
+
+extension FeedbackCommand {
+    /// Folds a later command into what is held: its permanent LED state replaces the held one; its tone
+    /// is held while it lasts until replaced, and a bounded tone or silence ends the held one.
+    mutating func hold(_ later: FeedbackCommand) {
+        if let permanent = later.led?.permanent {
+            led = permanent == .steady(.off) ? nil : LEDCommand(permanent: permanent)
+        }
+        if let t = later.tone { tone = t.duration == .untilReplaced && !t.isSilence ? t : nil }
     }
 }

@@ -195,4 +195,28 @@ final class DispatcherTests: XCTestCase {
         XCTAssertEqual(UInt64(lines.count), stdout.health.sent)
         for line in lines { XCTAssertNoThrow(try parse(String(line)), "a whole JSON line") }
     }
+
+    /// The panel holds its beeper input low before (or while) the buzzer device is rebuilt: the device
+    /// installed afterwards plays the held tone and the permanent LED; a released input is not replayed.
+    func testADeviceInstalledLaterPlaysWhatTheControllerHolds() {
+        let hub = FeedbackHub(settings: FeedbackSettings(), logger: Logger(level: .error))
+        let tone = ToneCommand(onMs: 1000, offMs: 0, duration: .untilReplaced)
+        let green = LEDCommand(temporary: .cancel, permanent: .steady(.green))
+        hub.play(.command(FeedbackCommand(tone: tone)), origin: "wiegand")
+        hub.play(.command(FeedbackCommand(led: green)), origin: "wiegand")
+        hub.play(.command(FeedbackCommand(tone: ToneCommand(onMs: 100, offMs: 100, duration: .cycles(2)))), origin: "osdp")
+        hub.play(.command(FeedbackCommand(tone: tone)), origin: "wiegand")
+        let late = RecordingFeedbackDevice()
+        hub.install(late, slot: "gpio")
+        XCTAssertEqual(late.requests, [.command(FeedbackCommand(led: LEDCommand(permanent: .steady(.green)), tone: tone))])
+
+        hub.play(.command(FeedbackCommand(tone: .silence)), origin: "wiegand")
+        hub.play(.command(FeedbackCommand(led: LEDCommand(permanent: .steady(.off)))), origin: "wiegand")
+        let rebuilt = RecordingFeedbackDevice()
+        hub.install(rebuilt, slot: "gpio")
+        XCTAssertEqual(rebuilt.requests, [], "nothing held: a new device starts quiet and dark")
+
+        hub.play(.command(FeedbackCommand(tone: ToneCommand(onMs: 200, offMs: 0, duration: .cycles(1)))), origin: "osdp")
+        XCTAssertEqual(hub.held, FeedbackCommand(), "a bounded tone is not held")
+    }
 }
