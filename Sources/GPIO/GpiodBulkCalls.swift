@@ -41,4 +41,37 @@ public protocol GpiodBulkCalls: GpiodCalls {
     func waitEvents(_ lines: [GpiodLineHandle], timeoutNanoseconds: UInt64) -> Result<[GpiodLineHandle], Errno>
     /// gpiod_line_event_read: one pending event (blocks when none is pending: call after `waitEvents`).
     func readEvent(_ line: GpiodLineHandle) -> Result<GpiodEdgeEvent, Errno>
+    /// A setter for the lines of one bulk request with every value set it will use made ahead, so that
+    /// setting them is one C call with nothing built first (the Wiegand pulse path times a pulse from
+    /// the clock reading just before the call). The default goes through `setValues`.
+    func preparedSetter(_ lines: [GpiodLineHandle], valueSets: [[Int32]]) -> GpiodPreparedSetter
+}
+
+/// Sets the lines of one bulk request to one of the value sets it was prepared with.
+public protocol GpiodPreparedSetter: AnyObject {
+    /// gpiod_line_set_value_bulk with value set `index` (in the order given when prepared).
+    func set(_ index: Int) -> Result<Void, Errno>
+}
+
+extension GpiodBulkCalls {
+    public func preparedSetter(_ lines: [GpiodLineHandle], valueSets: [[Int32]]) -> GpiodPreparedSetter {
+        ThroughSetValues(calls: self, lines: lines, valueSets: valueSets)
+    }
+}
+
+private final class ThroughSetValues: GpiodPreparedSetter {
+    let calls: GpiodBulkCalls
+    let lines: [GpiodLineHandle]
+    let valueSets: [[Int32]]
+
+    init(calls: GpiodBulkCalls, lines: [GpiodLineHandle], valueSets: [[Int32]]) {
+        self.calls = calls
+        self.lines = lines
+        self.valueSets = valueSets
+    }
+
+    func set(_ index: Int) -> Result<Void, Errno> {
+        guard valueSets.indices.contains(index) else { return .failure(.invalidArgument) }
+        return calls.setValues(lines, valueSets[index])
+    }
 }

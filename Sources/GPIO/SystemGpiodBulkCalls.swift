@@ -45,6 +45,13 @@ extension SystemGpiodCalls: GpiodBulkCalls {
         return rc == 0 ? .success(()) : .failure(failure())
     }
 
+    public func preparedSetter(_ lines: [GpiodLineHandle], valueSets: [[Int32]]) -> GpiodPreparedSetter {
+        guard let bulk = bulk(lines), valueSets.allSatisfy({ $0.count == lines.count }) else {
+            return InvalidSetter()
+        }
+        return BulkSetter(bulk: bulk, valueSets: valueSets)
+    }
+
     public func release(_ lines: [GpiodLineHandle]) {
         guard var bulk = bulk(lines) else { return }
         gpiod_line_release_bulk(&bulk)
@@ -101,4 +108,41 @@ extension SystemGpiodCalls: GpiodBulkCalls {
         let edge: GpiodEdgeEvent.Edge = event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE) ? .rising : .falling
         return .success(GpiodEdgeEvent(edge: edge, timestampNanoseconds: ns))
     }
+}
+
+/// The bulk and every value set in memory of their own, made once: `set` is gpiod_line_set_value_bulk
+/// and nothing else (no allocation, no list walk). Used by one thread (the Wiegand transmitter's).
+private final class BulkSetter: GpiodPreparedSetter {
+    private let bulk: UnsafeMutablePointer<gpiod_line_bulk>
+    private let values: UnsafeMutablePointer<Int32>
+    private let width: Int
+    private let count: Int
+
+    init(bulk: gpiod_line_bulk, valueSets: [[Int32]]) {
+        self.bulk = .allocate(capacity: 1)
+        self.bulk.initialize(to: bulk)
+        width = valueSets.first?.count ?? 0
+        count = valueSets.count
+        values = .allocate(capacity: max(1, width * count))
+        for (i, set) in valueSets.enumerated() {
+            for (j, v) in set.enumerated() { (values + i * width + j).initialize(to: v) }
+        }
+    }
+
+    deinit {
+        bulk.deallocate()
+        values.deallocate()
+    }
+
+    func set(_ index: Int) -> Result<Void, Errno> {
+        guard index >= 0, index < count else { return .failure(.invalidArgument) }
+        if gpiod_line_set_value_bulk(bulk, values + index * width) == 0 { return .success(()) }
+        let e = Errno.current
+        return .failure(e.rawValue == 0 ? .ioError : e)
+    }
+}
+
+/// For lines that cannot make a bulk (none, too many, an invalid handle): every set fails with EINVAL.
+private final class InvalidSetter: GpiodPreparedSetter {
+    func set(_ index: Int) -> Result<Void, Errno> { .failure(.invalidArgument) }
 }

@@ -18,6 +18,9 @@ final class WiegandLinePair: @unchecked Sendable {
     let activeLow: Bool
     private var chip: GpiodChipHandle?
     private var lines: [GpiodLineHandle] = []
+    /// Value sets, in the order of `Levels`: both idle, a pulse on D0, a pulse on D1.
+    private var setter: GpiodPreparedSetter?
+    private enum Levels: Int { case idle = 0, d0 = 1, d1 = 2 }
     /// "D0 GPIO5 / D1 GPIO6 of scangate-sim (gpiochip0)", once open.
     private(set) var title = ""
 
@@ -64,6 +67,7 @@ final class WiegandLinePair: @unchecked Sendable {
         case .success:
             self.chip = chip
             self.lines = [d0, d1]
+            self.setter = calls.preparedSetter([d0, d1], valueSets: [[0, 0], [1, 0], [0, 1]])
             self.title = "D0 \(d0Title) / D1 \(d1Title) of \(chipTitle)"
             return .success(())
         case .failure(let e):
@@ -87,7 +91,8 @@ final class WiegandLinePair: @unchecked Sendable {
     func set(d0Pulse: Bool, d1Pulse: Bool) -> Result<Void, Errno> {
         precondition(!(d0Pulse && d1Pulse), "Wiegand D0 and D1 must never pulse together")
         guard isOpen else { return .failure(.noDevice) }
-        return calls.setValues(lines, [d0Pulse ? 1 : 0, d1Pulse ? 1 : 0])
+        guard let setter else { return .failure(.noDevice) }
+        return setter.set((d0Pulse ? Levels.d0 : d1Pulse ? Levels.d1 : Levels.idle).rawValue)
     }
 
     /// Both lines idle.
@@ -101,6 +106,7 @@ final class WiegandLinePair: @unchecked Sendable {
         guard let chip else { return nil }
         var failure: Errno?
         if case .failure(let e) = idle() { failure = e }
+        setter = nil
         calls.release(lines)
         calls.closeChip(chip)
         self.chip = nil

@@ -47,6 +47,8 @@ final class WiegandTransmitter: Sendable {
         var lineError: String?
         var sent: UInt64 = 0
         var dropped: UInt64 = 0
+        /// Of `dropped`: frames cut because the thread was held off the CPU mid-frame.
+        var stalled: UInt64 = 0
         var lastError: String?
         var lastErrorAt: Int64?
         var realtime = "not asked"
@@ -162,7 +164,7 @@ final class WiegandTransmitter: Sendable {
     // MARK: the transmitter thread
 
     private func run(lines: WiegandLinePair, started: DispatchSemaphore) {
-        if runtime.realtime { setUpRealtime() }
+        let spinThrough = runtime.realtime && setUpRealtime()
         var nextRetry: UInt64 = 0
         var lastFrameEnd: UInt64?
         var startedSignalled = false
@@ -214,13 +216,19 @@ final class WiegandTransmitter: Sendable {
                     continue
                 }
             }
-            let outcome = send(head.frame.bits, on: lines)
+            let outcome = send(head.frame.bits, on: lines, spinThrough: spinThrough)
             lastFrameEnd = WiegandClock.now()
             finish(head, outcome: outcome, lines: lines)
             if case .lineFailed = outcome, !lines.isOpen { nextRetry = WiegandClock.now() + retryNs }
         }
         if let e = lines.close() {
             logger.warning("Wiegand: while leaving \(lines.title) idle: \(e)")
+        }
+        // The totals, once: the per-frame lines are rate-limited, so a burst of stalls shows here in full.
+        let totals = state.withLock { s in (s.sent, s.dropped, s.stalled, s.stretchedPulses) }
+        if totals.0 + totals.1 > 0 {
+            logger.log(totals.1 > 0 ? .warning : .info,
+                       "Wiegand: \(totals.0) frame\(totals.0 == 1 ? "" : "s") sent, \(totals.1) not sent or cut (\(totals.2) cut by a stall), \(totals.3) pulse\(totals.3 == 1 ? "" : "s") stretched past 100 us")
         }
         state.withLock { s in
             s.linesUp = false
@@ -248,13 +256,22 @@ final class WiegandTransmitter: Sendable {
     /// (20 ms), or 5 ms past a configured interval that is already near it.
     static func stallLimitNanoseconds(intervalUs: Int) -> UInt64 { max(20_000_000, UInt64(intervalUs) * 1000 + 5_000_000) }
     static let longestPulseNanoseconds: UInt64 = 100_000
+    /// Under SCHED_FIFO, intervals up to this are spun through rather than slept: a frame at the usual
+    /// 1-2 ms intervals holds one core for 26-160 ms once per read, and every bit then starts on time.
+    /// A sleep's wake-up came late on a loaded machine (on the HIL rig with the host busy: interval p50
+    /// 2,140 us for 2,000, and 4,831 us under load, against 1,996 us for a sender that spins). Longer
+    /// intervals sleep to 200 us before the bit, so a long frame does not hold a core (and a stop) for
+    /// most of a second. Without real-time scheduling the thread sleeps between bits: a spinning
+    /// normal thread uses up its time slice and is preempted for whole milliseconds on a busy machine.
+    static let spinThroughIntervalNanoseconds: UInt64 = 2_500_000
     static let shortestPulseNanoseconds: UInt64 = 20_000
 
     /// One frame, bit 1 first. Only this thread touches the lines, and it sends nothing else meanwhile.
     /// A pulse is timed from just before the call that starts it to the call that ends it, so the two
     /// calls' latencies cancel out (measured on gpio-sim: p50 44 us for 50 us, where timing from after
     /// the first call gave 60 us).
-    private func send(_ bits: WiegandBits, on lines: WiegandLinePair) -> Outcome {
+    /// `spinThrough`: the thread runs under SCHED_FIFO (see `spinThroughIntervalNanoseconds`).
+    private func send(_ bits: WiegandBits, on lines: WiegandLinePair, spinThrough: Bool) -> Outcome {
         let pulse = UInt64(settings.pulseUs) * 1000
         let interval = UInt64(settings.intervalUs) * 1000
         var previousStart: UInt64 = 0
@@ -267,7 +284,11 @@ final class WiegandTransmitter: Sendable {
                 // A bit boundary: both lines idle. Stop here if close's deadline has come.
                 let deadline = closeDeadline.load(ordering: .relaxed)
                 if deadline != 0 && WiegandClock.now() >= deadline { return .cut(bits: position - 1) }
-                WiegandClock.wait(until: nextStart)
+                if spinThrough && interval <= Self.spinThroughIntervalNanoseconds {
+                    WiegandClock.spin(until: nextStart)
+                } else {
+                    WiegandClock.wait(until: nextStart)
+                }
             }
             let one = bits.bit(position)
             let start = WiegandClock.now()
@@ -309,6 +330,7 @@ final class WiegandTransmitter: Sendable {
             record(item, "cut after \(n) of \(item.frame.bits.count) bits at close; the rest is dropped, never resumed",
                    level: .warning)
         case .stalled(let n, let ms):
+            state.withLock { $0.stalled += 1 }
             record(item, "the transmitter was held off the CPU for \(Int(ms.rounded())) ms after \(n) of \(item.frame.bits.count) bits (longer than a panel waits between bits); the rest is not sent. Grant real-time scheduling (LimitRTPRIO) if this recurs",
                    level: .error)
         case .lineFailed(let n, let e):
@@ -365,11 +387,15 @@ final class WiegandTransmitter: Sendable {
     }
 
     /// SCHED_FIFO and locked memory, said once either way.
-    private func setUpRealtime() {
+    /// True when the thread runs under SCHED_FIFO.
+    private func setUpRealtime() -> Bool {
+        var promoted = false
         var parts: [String] = []
         var missing: [String] = []
         switch WiegandRealtime.promoteCurrentThread() {
-        case .success(let p): parts.append("SCHED_FIFO priority \(p)")
+        case .success(let p):
+            parts.append("SCHED_FIFO priority \(p)")
+            promoted = true
         case .failure(let e):
             missing.append("no real-time scheduling (\(e); the unit needs LimitRTPRIO=\(WiegandRealtime.priority), RestrictRealtime=no)")
         }
@@ -384,5 +410,6 @@ final class WiegandTransmitter: Sendable {
         } else {
             logger.warning("Wiegand: transmitter runs with \(summary); pulses may stretch past 100 us under load")
         }
+        return promoted
     }
 }
