@@ -36,6 +36,7 @@ from scangate_checks import (BUZZER, GPIO_BY_NAME, GREEN, RED, STATUS, blank_fra
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 VENV_PYTHON = os.path.join(REPO, ".build", "venv", "bin", "python")
 QEMU_PCI_SERIAL = ("0x1b36", "0x0002")  # Red Hat, QEMU PCI 16550A
+OFFLINE_S = 2.0   # --osdp-offline-after-ms in osdp-run-secure-vivid
 
 
 def osdp_uart():
@@ -168,12 +169,12 @@ def osdp_run_secure_vivid(rig):
     stream = OutputStream(rig, schedule())
     stream.wait_streaming()
     sim = GpioSim()
-    trace = GpioTrace(sim)
+    trace = GpioTrace(sim, rig)
     recorder = Recorder(rig, "/tmp/osdp-beep.wav", 120)
     started = time.monotonic()
     daemon = Daemon(rig, ["--camera", Vivid.capture, "--pixel-format", "GREY", "--width", "640", "--height", "480",
                           *osdp_flags(rig, device, "--osdp-scbk-file", key, "--osdp-ttl-ms", "60000",
-                                      "--osdp-offline-after-ms", "2000"),
+                                      "--osdp-offline-after-ms", str(int(OFFLINE_S * 1000))),
                           *GPIO_BY_NAME, "--heartbeat-ms", "0", "--controller-offline-blink-ms", "300",
                           "--feedback", "controller", "--beep", "1000:100", "--beep-cue", "2500:40",
                           "--beep-tone-hz", "1500", "--beep-device", "plughw:Loopback,0,0"])
@@ -190,7 +191,10 @@ def osdp_run_secure_vivid(rig):
     require(card["format"] == 0 and card["bits"] == len(payload) * 8, f"CardRead {card}")
     daemon.wait_for_payload(payload, 10)
     daemon.wait_for_stderr("beep: played 2500:40", 10)   # the read cue
-    require(not [p for p in pulses(trace.levels(GREEN), 1)], "the read itself lit the green LED under feedback = controller")
+    lit = {line: [t for t, v in trace.levels(line) if v == 1] for line in (GREEN, RED)}
+    require(not lit[GREEN] and not lit[RED] and sim.value(GREEN) == 0 and sim.value(RED) == 0,
+            f"the read itself lit the LED under feedback = controller: green driven high at {lit[GREEN]}, red at "
+            f"{lit[RED]}, now green {sim.value(GREEN)} red {sim.value(RED)}")
 
     # The panel grants: green 500 ms on / 500 ms off for 3 s (three flashes), then BUZ 300/200 ms x 4.
     panel.send(cmd="led", temporary=True, control_code=2, on_count=5, off_count=5, on_color=2, off_color=0,
@@ -210,22 +214,29 @@ def osdp_run_secure_vivid(rig):
     stopped = time.monotonic()
     daemon.wait_for_stderr("controller offline: osdp", 20)
     offline_s = time.monotonic() - stopped
+    # The panel's last poll came before it said "stopped" (it polls every few tens of ms), and the log
+    # line is seen within the Daemon's stderr polling: the setting less 300 ms to the setting plus 500 ms.
+    require(OFFLINE_S - 0.3 <= offline_s <= OFFLINE_S + 0.5,
+            f"controller offline {offline_s:.2f} s after the panel stopped polling, configured {OFFLINE_S:.0f} s "
+            f"(allowed {OFFLINE_S - 0.3:.1f}-{OFFLINE_S + 0.5:.1f} s)")
     wait_until(lambda: len(pulses(trace.levels(STATUS), 1)) >= 3, 20, "the status LED's slow blink")
     status = daemon.terminate(timeout=10)
     stream.stop()
     require(status == 0, f"scangate exited {status} on SIGTERM: {daemon.last_stderr()}")
+    tol, said = trace.tolerance()
     heard = recorder.finish()
 
     green = pulses(trace.levels(GREEN), 1)
-    require(len(green) == 3 and all(within(length, 0.5) for _, length in green),
-            f"green pulses {[ms(l) for _, l in green]}, expected three of 500 ms")
+    require(len(green) == 3 and all(within(length, 0.5, tol) for _, length in green),
+            f"green pulses {[ms(l) for _, l in green]}, expected three of 500 ms ({said})")
     gaps = [b[0] - (a[0] + a[1]) for a, b in zip(green, green[1:])]
-    require(all(within(g, 0.5) for g in gaps), f"green gaps {[ms(g) for g in gaps]}, expected 500 ms")
+    require(all(within(g, 0.5, tol) for g in gaps), f"green gaps {[ms(g) for g in gaps]}, expected 500 ms ({said})")
     buzz = pulses(trace.levels(BUZZER), 1)
-    require(len(buzz) == 5 and within(buzz[0][1], 0.04) and all(within(l, 0.3) for _, l in buzz[1:]),
-            f"buzzer pulses {[ms(l) for _, l in buzz]}, expected the 40 ms cue and four of 300 ms")
+    require(len(buzz) == 5 and within(buzz[0][1], 0.04, tol) and all(within(l, 0.3, tol) for _, l in buzz[1:]),
+            f"buzzer pulses {[ms(l) for _, l in buzz]}, expected the 40 ms cue and four of 300 ms ({said})")
     blink = pulses(trace.levels(STATUS), 1)
-    require(all(within(l, 0.3) for _, l in blink), f"status LED pulses {[ms(l) for _, l in blink]}, expected 300 ms")
+    require(blink and all(within(l, 0.3, tol) for _, l in blink),
+            f"status LED pulses {[ms(l) for _, l in blink]}, expected 300 ms ({said})")
     # Fragments of a few ms are not tones: they are listed in the detail, never counted. Seen in 2 of 3
     # runs: 2-4 ms of the tone's frequency exactly where the program (its last 200 ms pause included)
     # ends, i.e. when the player drains and the loopback's playback stream stops; most likely stale
@@ -248,7 +259,7 @@ def osdp_run_secure_vivid(rig):
     return (f"{device}: online with EnforceSecure {online_s:.1f} s after start; vivid code -> one CardRead "
             f"({len(payload)} bytes) {card_s:.2f} s after it was shown; LED -> green {[ms(l) for _, l in green]}; "
             f"BUZ -> buzzer {[ms(l) for _, l in buzz[1:]]} and tones {[f'{t.hz:.0f} Hz/{ms(t.duration)}' for t in tones]}; "
-            f"stop -> controller offline after {offline_s:.1f} s (2 s setting), status LED {[ms(l) for _, l in blink[:3]]}"
+            f"stop -> controller offline after {offline_s:.2f} s (2 s setting, allowed 1.7-2.5 s), status LED {[ms(l) for _, l in blink[:3]]}; {said}"
             + (f"; loopback fragments {[(f'{t.hz:.0f} Hz', ms(t.duration), f'at {t.start - tones[-1].start:+.3f} s from the last tone') for t in fragments]}"
                if fragments else ""))
 

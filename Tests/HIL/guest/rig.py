@@ -415,10 +415,22 @@ class GpioSim:
         return lines[offset][1]
 
 
-class GpioTrace:
-    """Records every level gpiolib drives on the sim chip: [(monotonic seconds, offset, value)]."""
+# The rig's timer jitter, measured side by side with the daemon: while a check runs, guest/gpio-reference
+# pulses a spare line (REFERENCE_LINE) 10 ms on / 10 ms off, sleeping on CLOCK_MONOTONIC as the daemon's
+# LED thread does, and the trace stamps those pulses like the daemon's. A daemon pulse may be off by
+# JITTER_FACTOR times the reference's worst error in the same run, plus DAEMON_PATH_S for its own path
+# (mailbox, timeline player, the second line of a pair).
+REFERENCE_LINE = 30
+REFERENCE_PULSE_S = 0.010
+JITTER_FACTOR = 3
+DAEMON_PATH_S = 0.005
 
-    def __init__(self, sim):
+
+class GpioTrace:
+    """Records every level gpiolib drives on the sim chip: [(monotonic seconds, offset, value)]. With
+    `rig`, also runs the reference pulser for `tolerance()`, stopped with the check."""
+
+    def __init__(self, sim, rig=None):
         self.sim = sim
         if not os.path.exists(f"{TRACING}/trace"):
             run("mount", "-t", "tracefs", "nodev", TRACING)
@@ -426,6 +438,28 @@ class GpioTrace:
         self._write("events/gpio/gpio_value/enable", "1")
         self._write("trace", "")  # clears
         self._write("tracing_on", "1")
+        self.reference = None
+        if rig is not None:
+            ms = str(round(REFERENCE_PULSE_S * 1000))
+            self.reference = rig.spawn([os.path.join(rig.run_dir, "gpio-reference"), "pulses", GPIO_LABEL,
+                                        str(REFERENCE_LINE), ms, ms, "1000000"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def tolerance(self):
+        """(seconds, text): how far a daemon pulse may be from its configured length in this check,
+        from the reference pulses recorded so far (at least 20 of them)."""
+        if self.reference is None:
+            raise CheckFailed("GpioTrace(sim, rig) runs the reference pulser; this trace has none")
+        if self.reference.poll() is not None:
+            raise CheckFailed(f"the reference pulser exited {self.reference.returncode}: "
+                              f"{self.reference.stderr.read().decode(errors='replace').strip()}")
+        done = [length for _, length in pulses(self.levels(REFERENCE_LINE), 1)]
+        if len(done) < 20:
+            raise CheckFailed(f"only {len(done)} reference pulses on line {REFERENCE_LINE} in this check (want 20)")
+        worst = max(abs(length - REFERENCE_PULSE_S) for length in done)
+        tol = JITTER_FACTOR * worst + DAEMON_PATH_S
+        return tol, (f"tolerance {tol * 1000:.1f} ms = {JITTER_FACTOR} x the worst of {len(done)} reference pulses "
+                     f"({worst * 1000:.1f} ms off) + {DAEMON_PATH_S * 1000:.0f} ms")
 
     def _write(self, name, text):
         with open(f"{TRACING}/{name}", "w") as f:

@@ -32,10 +32,10 @@ def one_code(name, payload="HIL-GPIO"):
     return scenario(name, 10, 40, [(payload, 5, 14)])
 
 
-def within(measured, wanted, relative=0.2, absolute=0.075):
-    """GPIO timing tolerance on a shared 2-core machine under emulation: 20% or 75 ms, whichever is larger
-    (measured here: within 5 ms when the machine is quiet, up to 20 ms off when it is busy)."""
-    return abs(measured - wanted) <= max(relative * wanted, absolute)
+def within(measured, wanted, tolerance):
+    """A GPIO pulse against its configured length, in seconds; `tolerance` comes from the rig's jitter
+    measured in the same check (GpioTrace.tolerance)."""
+    return abs(measured - wanted) <= tolerance
 
 
 def ms(seconds):
@@ -104,7 +104,7 @@ def require_released(sim, offsets):
 def good_read_pulses(rig, flags, green=GREEN, buzzer=BUZZER, active=1, led_ms=600, buzz_ms=200):
     """Runs one good read; returns (green pulses, buzzer pulses, sysfs sampler, trace, daemon)."""
     sim = GpioSim()
-    trace = GpioTrace(sim)
+    trace = GpioTrace(sim, rig)
     sampler = SysfsSampler(sim, (green, buzzer))
     try:
         daemon = run_to_end(rig, ["--camera", f"sim:{one_code(rig.check_name)}", *flags,
@@ -120,10 +120,11 @@ def gpio_good_read_green(rig):
     green, _, sampler, trace, _ = good_read_pulses(rig, GPIO_BY_NAME)
     require(len(green) == 1, f"expected one green pulse on GPIO17, the trace shows {len(green)}: {green}")
     length = green[0][1]
-    require(within(length, 0.6), f"green was active {ms(length)}, configured 600 ms")
+    tol, said = trace.tolerance()
+    require(within(length, 0.6, tol), f"green was active {ms(length)}, configured 600 ms ({said})")
     require(sampler.saw(GREEN, 1), "sysfs never read GPIO17 high while the pattern ran")
     require(final_levels(trace, [GREEN])[GREEN] == 0, "GPIO17 was left high")
-    return (f"chip '{GPIO_LABEL}', line GPIO17: active {ms(length)} (configured 600 ms), sysfs saw it high for "
+    return (f"chip '{GPIO_LABEL}', line GPIO17: active {ms(length)} (configured 600 ms, {said}), sysfs saw it high for "
             f"{ms(sampler.longest(GREEN, 1))}, then low")
 
 
@@ -141,19 +142,21 @@ def gpio_buzzer_timing(rig):
     _, buzz, sampler, trace, _ = good_read_pulses(rig, GPIO_BY_NAME, buzz_ms=250)
     require(len(buzz) == 1, f"expected one buzz on GPIO22, the trace shows {len(buzz)}: {buzz}")
     length = buzz[0][1]
-    require(within(length, 0.25), f"the buzz lasted {ms(length)}, configured 250 ms")
+    tol, said = trace.tolerance()
+    require(within(length, 0.25, tol), f"the buzz lasted {ms(length)}, configured 250 ms ({said})")
     require(final_levels(trace, [BUZZER])[BUZZER] == 0, "GPIO22 was left high")
-    return f"one buzz of {ms(length)} (configured 250 ms, tolerance 20% or 75 ms)"
+    return f"one buzz of {ms(length)} (configured 250 ms, {said})"
 
 
 @check("gpio-active-low")
 def gpio_active_low(rig):
     green, buzz, sampler, trace, _ = good_read_pulses(rig, GPIO_BY_NAME + ["--gpio-active-low", "green,buzzer"],
                                                       active=0)
-    require(len(green) == 1 and within(green[0][1], 0.6),
-            f"expected GPIO17 low for ~600 ms once, the trace shows low pulses {green}")
-    require(len(buzz) == 1 and within(buzz[0][1], 0.2),
-            f"expected GPIO22 low for ~200 ms once, the trace shows low pulses {buzz}")
+    tol, said = trace.tolerance()
+    require(len(green) == 1 and within(green[0][1], 0.6, tol),
+            f"expected GPIO17 low for 600 ms once, the trace shows low pulses {green} ({said})")
+    require(len(buzz) == 1 and within(buzz[0][1], 0.2, tol),
+            f"expected GPIO22 low for 200 ms once, the trace shows low pulses {buzz} ({said})")
     first = {o: trace.levels(o)[0][1] for o in (GREEN, BUZZER)}
     require(first == {GREEN: 1, BUZZER: 1}, f"active-low lines were first driven to {first}, not high (inactive)")
     require(final_levels(trace, [GREEN, BUZZER]) == {GREEN: 1, BUZZER: 1}, "active-low lines were not left high")
@@ -547,7 +550,7 @@ def camera_lost_and_back(rig):
 
     stream = OutputStream(rig, repeat(before), name="before")
     stream.wait_streaming()
-    trace = GpioTrace(GpioSim())
+    trace = GpioTrace(GpioSim(), rig)
     daemon = Daemon(rig, ["--camera", link, "--pixel-format", "GREY", "--gpio-chip", GPIO_LABEL,
                           "--status-led", "GPIO23", "--camera-lost-blink-ms", "125"])
     daemon.wait_for_payload("HIL-BEFORE", 60)
@@ -560,7 +563,8 @@ def camera_lost_and_back(rig):
     require(daemon.alive(), f"scangate exited after the camera went away: {daemon.last_stderr()}")
     # The status LED blinks fast while the camera is lost (the trace's clock is CLOCK_MONOTONIC too).
     def fast_blinks():
-        return [p for p in pulses(trace.levels(STATUS), 1) if p[0] >= lost - 0.5 and within(p[1], 0.125)]
+        tol, _ = trace.tolerance()
+        return [p for p in pulses(trace.levels(STATUS), 1) if p[0] >= lost - 0.5 and within(p[1], 0.125, tol)]
     wait_until(lambda: len(fast_blinks()) >= 3, 10, "the status LED (GPIO23) to blink fast, 125 ms on")
     Vivid.load()
     Vivid.configure("GREY")

@@ -2,6 +2,7 @@
 thread is stuck; and inputs that would have blocked a read for ever are refused at once. Each check
 measures the time from SIGTERM (or from the start) to the exit, against the bound it was given."""
 import os
+import select
 import termios
 import time
 
@@ -78,17 +79,25 @@ def stop_blocked_serial_write(rig):
     require(took <= STOP_MS / 1000 + EXIT_SLACK_S, f"exited {took * 1000:.0f} ms after SIGTERM (bound {STOP_MS} ms)")
     require(any("abandoned" in l and "shutdown drain time" in l for l in daemon.stderr),
             f"the blocked frame was not abandoned at shutdown: {daemon.last_stderr(5)}")
+    # Restart the line and send a sentinel behind whatever is still queued in the tty: everything read
+    # up to the sentinel is what the daemon left on the line (the tty keeps the order).
     termios.tcflow(device, termios.TCOON)
-    os.set_blocking(controller, False)
-    try:
-        late = os.read(controller, 4096)
-    except BlockingIOError:
-        late = b""
+    sentinel = b"\x00HIL-SENTINEL\x00"
+    os.write(device, sentinel)
+    late = b""
+    drain_by = time.monotonic() + 10
+    while sentinel not in late:
+        left = drain_by - time.monotonic()
+        require(left > 0, f"the sentinel written after the line was restarted never arrived; read {late!r}")
+        ready, _, _ = select.select([controller], [], [], left)
+        if ready:
+            late += os.read(controller, 4096)
+    late = late[:late.index(sentinel)]
     require(b"HIL-STOP-SERIAL" not in late, f"the abandoned frame left the line later: {late!r}")
     levels = final_levels(trace, (GREEN,))
     require(levels[GREEN] == 0, f"green LED left at {levels[GREEN]} (want 0, inactive)")
     require_released(sim, (GREEN,))
-    return f"SIGTERM with the frame stuck on a stopped line: exit 0 after {took * 1000:.0f} ms (bound {STOP_MS} ms), frame never sent, green inactive"
+    return f"SIGTERM with the frame stuck on a stopped line: exit 0 after {took * 1000:.0f} ms (bound {STOP_MS} ms), frame never sent (nothing before a sentinel written after the line restarted), green inactive"
 
 
 def refused_at_once(rig, camera, what):

@@ -6,11 +6,12 @@ trace into frames, checks their bits, parity and number, the pulse widths (20-10
 
 The options are `scangate run`'s `[wiegand]` section (Sources/Settings/WiegandOptions.swift).
 """
+import os
 import subprocess
 import time
 
 import wiegand
-from rig import GPIO_LABEL, Daemon, GpioSim, GpioTrace, check, require, wait_until
+from rig import GPIO_LABEL, CheckFailed, Daemon, GpioSim, GpioTrace, check, require, wait_until
 from scangate_checks import final_levels, require_released, run_to_end, scenario
 
 D0, D1, LED_IN, BEEPER_IN = 12, 13, 16, 26
@@ -106,73 +107,126 @@ def wiegand_frame_gap(rig):
 
 
 # QEMU without KVM (TCG) takes the guest's vCPUs off the host CPU at any moment, also inside a 50 us
-# pulse or between reading the clock and setting the line; door.md measured 76 of 78 pulses in window
-# for a plain C loop on this rig. The windows are SIA's and are never widened: what the emulated rig
-# asks for is a share of pulses and intervals inside them (a sender that slept through its pulses
-# would have almost none inside), a median inside them, and that every frame is either right to the
-# bit or one the daemon itself logged as cut by a stall. A Raspberry Pi with the real-time grant is
-# expected to keep every pulse in. Under load (both vCPUs spinning, so the host has the most emulator
-# threads to schedule) more pulses are stretched: clean-clone runs measured 93.5-99.6% there, against
-# 97.7-99.6% quiet, hence the lower share under load.
-EMULATION_SHARE = 0.95
-EMULATION_SHARE_UNDER_LOAD = 0.90
+# pulse or between reading the clock and setting the line, so not every pulse lands in SIA's window on
+# this rig, and how many do depends on how busy the host is and on what else the guest runs (the
+# daemon's own decoding threads included). The windows are SIA's and are never widened. The rig's floor
+# is measured side by side, under the same load at the same time: while the daemon runs, a plain C
+# sender (guest/gpio-reference.c: SCHED_FIFO, memory locked, busy-waiting through the frame as door.md
+# describes, under the same pulse rule as the daemon, both lines in one request) sends the same frames
+# over and over on two spare lines (REF_D0/REF_D1). The daemon's share of pulses and of intervals in
+# window must be within FLOOR_POINTS of that sender's. One run, no retry. A Raspberry Pi with the
+# real-time grant is expected to keep every pulse in.
+FLOOR_POINTS = 2.0
+REF_D0, REF_D1 = 28, 29
+# The medians against what was configured (50 us pulses, 2,000 us intervals): within PULSE_P50_US and
+# INTERVAL_P50_PCT percent (the reference sender's medians are printed beside them). Measured on this
+# rig: daemon p50 48 us / 2,011-2,039 us with the host's two cores busy.
+PULSE_US, INTERVAL_US = 50, 2000
+PULSE_P50_US = 15
+INTERVAL_P50_PCT = 5
 
 
-def timing_attempt(rig, load, start_hogs):
-    """One run of 10 frames. Raises on anything but the share of pulses and intervals in their windows
-    (bits, parity, number, overlaps, stalls, medians, frame gaps); returns (summary, share shortfalls)."""
+def start_reference(rig, frames, gap_ms, repeat):
+    binary = os.path.join(rig.run_dir, "gpio-reference")
+    return rig.spawn([binary, "wiegand", GPIO_LABEL, str(REF_D0), str(REF_D1), str(PULSE_US), str(INTERVAL_US),
+                      str(gap_ms), *(list(frames) * repeat)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def stop_reference(process, trace, frames):
+    """SIGTERM (it stops at a frame boundary); the analysis of what it sent, which must be the frames
+    in order, each whole (a stall of the emulated CPU mid-frame may split one in the trace)."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed("the reference sender did not stop within 10 s of SIGTERM")
+    require(process.returncode == 0, f"the reference sender exited {process.returncode}: "
+                                     f"{process.stderr.read().decode(errors='replace').strip()}")
+    analysis = wiegand.analyse(trace.events(), REF_D0, REF_D1)
+    sent = "".join(f["bits"] for f in analysis["frames"])
+    whole = len(sent) // 26
+    require(len(sent) % 26 == 0 and whole >= len(frames) and sent == "".join(frames * (whole // len(frames) + 1))[:len(sent)]
+            and not analysis["overlaps"] and not analysis["unterminated"],
+            f"the reference sender's frames read back as {[f['bits'] for f in analysis['frames']]}")
+    return analysis
+
+
+def pooled(analysis):
+    return ([w for f in analysis["frames"] for w in f["widths_us"]],
+            [v for f in analysis["frames"] for v in f["intervals_us"]])
+
+
+def timing_check(rig, load):
+    """10 frames from the daemon, right to the bit (a frame cut by a stall the daemon counted must be
+    right up to the cut); pulse and interval medians against the configured values; the share in SIA's
+    windows within FLOOR_POINTS of the reference sender's, measured at the same time."""
     cards = [1000 + 7919 * i % 65535 for i in range(10)]
+    expected = [wiegand.fmt("26").encode(90, c) for c in cards]
     fps, hold, blank = (60, 30, 20) if load else (10, 10, 5)
-    daemon, _, analysis = wiegand_run(rig, [str(c) for c in cards], ["--wiegand-facility", "90"], fps=fps, hold=hold,
-                                      blank=blank, load=start_hogs)
+    if load:
+        hogs(rig)
+    sim = GpioSim()
+    trace = GpioTrace(sim)
+    ref = start_reference(rig, expected, 250, 20)
+    daemon = run_to_end(rig, ["--camera", f"sim:{codes_scenario(rig.check_name, [str(c) for c in cards], fps, hold, blank)}",
+                              *WIEGAND, "--wiegand-facility", "90"], timeout=120)
+    require(daemon.payloads() == [str(c) for c in cards], f"stdout reported {daemon.payloads()}")
+    floor = stop_reference(ref, trace, expected)
+    events = trace.events()
+    require(final_levels(trace, (D0, D1)) == {D0: 1, D1: 1}, f"D0/D1 left at {final_levels(trace, (D0, D1))} (want idle high)")
+    require_released(sim, (D0, D1, REF_D0, REF_D1))
+    analysis = wiegand.analyse(events, D0, D1)
     summary = wiegand.timing_summary(analysis)
     frames = analysis["frames"]
     require(not analysis["overlaps"], f"D0 and D1 were active together {analysis['overlaps']} times | {summary}")
     require(not analysis["unterminated"], f"a pulse never ended | {summary}")
     require(len(frames) == len(cards), f"{len(frames)} frames on the wire for {len(cards)} codes | {summary}")
-    stalls = [l for l in daemon.stderr if "held off the CPU" in l]
+    # The per-frame stall lines are rate-limited; the transmitter's closing totals count every one.
+    totals = [l for l in daemon.stderr if "frames sent," in l and "cut by a stall" in l]
+    require(len(totals) == 1, f"no closing Wiegand totals line: {daemon.last_stderr(5)}")
+    stalled = int(totals[0].split("(")[1].split(" cut by a stall")[0])
     cut = 0
-    for i, (f, card) in enumerate(zip(frames, cards)):
-        if len(f["bits"]) != 26:
+    for i, (f, want) in enumerate(zip(frames, expected)):
+        if len(f["bits"]) != len(want):
             cut += 1
+            require(0 < len(f["bits"]) < len(want) and want.startswith(f["bits"]),
+                    f"frame {i + 1} was cut after {len(f['bits'])} bits, but {f['bits']} is not the start of {want}")
             continue
         ok, facility, number = wiegand.fmt("26").decode(f["bits"])
-        require(ok and (facility, number) == (90, card), f"frame {i + 1}: {f['bits']} is not 90/{card} with parity")
-    require(cut <= len(stalls), f"{cut} short frame(s) on the wire, but the daemon logged {len(stalls)} stall(s) | {summary}")
+        require(ok and (facility, number) == (90, cards[i]), f"frame {i + 1}: {f['bits']} is not 90/{cards[i]} with parity")
+    require(cut == stalled, f"{cut} short frame(s) on the wire, but the daemon counted {stalled} cut by a stall | {summary}")
     require(cut * 2 <= len(cards), f"{cut} of {len(cards)} frames cut by stalls | {summary}")
-    widths = [w for f in frames for w in f["widths_us"]]
-    intervals = [v for f in frames for v in f["intervals_us"]]
-    shortfalls = []
-    wanted = EMULATION_SHARE_UNDER_LOAD if load else EMULATION_SHARE
-    for name, values, window in (("pulses", widths, wiegand.PULSE_US), ("intervals", intervals, wiegand.INTERVAL_US)):
-        n, pct = wiegand.share(values, window)
-        if pct < wanted * 100:
-            shortfalls.append(f"only {pct:.1f}% of {name} in {window[0]}-{window[1]} us")
-        mid = wiegand.median(values)
-        require(window[0] <= round(mid) <= window[1], f"{name} p50 {mid:.0f} us is outside {window} | {summary}")
+    widths, intervals = pooled(analysis)
+    ref_widths, ref_intervals = pooled(floor)
+    p50_w, p50_i = wiegand.median(widths), wiegand.median(intervals)
+    ref_p50_w, ref_p50_i = wiegand.median(ref_widths), wiegand.median(ref_intervals)
+    allowed_i = INTERVAL_US * INTERVAL_P50_PCT / 100
+    require(abs(p50_w - PULSE_US) <= PULSE_P50_US,
+            f"pulse p50 {p50_w:.0f} us, configured {PULSE_US} us (allowed +-{PULSE_P50_US}; the reference sender's "
+            f"p50 {ref_p50_w:.0f} us) | {summary}")
+    require(abs(p50_i - INTERVAL_US) <= allowed_i,
+            f"interval p50 {p50_i:.0f} us, configured {INTERVAL_US} us (allowed +-{INTERVAL_P50_PCT}%; the reference "
+            f"sender's p50 {ref_p50_i:.0f} us) | {summary}")
+    shares = []
+    for name, mine, base, window in (("pulses", widths, ref_widths, wiegand.PULSE_US),
+                                     ("intervals", intervals, ref_intervals, wiegand.INTERVAL_US)):
+        _, pct = wiegand.share(mine, window)
+        n_ref, ref_pct = wiegand.share(base, window)
+        require(pct >= ref_pct - FLOOR_POINTS,
+                f"{pct:.1f}% of the daemon's {name} in {window[0]}-{window[1]} us, the reference sender's "
+                f"{ref_pct:.1f}% of {len(base)} at the same time (at most {FLOOR_POINTS:.0f} points below) | {summary} "
+                f"| reference: {wiegand.timing_summary(floor)}")
+        shares.append(f"{name} {pct:.1f}% vs floor {ref_pct:.1f}%")
     short = [round(g, 1) for g in analysis["gaps_ms"] if g < 100]
     require(not short, f"frame gaps below 100 ms: {short} | {summary}")
-    return summary + f"; {len(cards) - cut} frames right to the bit, {cut} cut by a stall the daemon logged", shortfalls
-
-
-def timing_check(rig, load):
-    """Everything but the share must hold in each run. The emulated CPU's stalls come in bursts (a
-    host-side hiccup can take several pulses of one run), so a run short of the share is followed by
-    one more under the same load, and that one must meet it; both are reported. A sender that sleeps
-    through its pulses misses the share every time."""
-    summary, shortfalls = timing_attempt(rig, load, start_hogs=load)
-    if not shortfalls:
-        return summary
-    again, again_shortfalls = timing_attempt(rig, load, start_hogs=False)
-    require(not again_shortfalls, f"{', '.join(shortfalls)} in one run, and in the next: {', '.join(again_shortfalls)} "
-                                  f"| first: {summary} | second: {again}")
-    return f"{again} (the run before it: {', '.join(shortfalls)} | {summary})"
+    return (f"{'; '.join(shares)} (reference at the same time: {len(ref_widths)} pulses, p50 {ref_p50_w:.0f} us, "
+            f"intervals p50 {ref_p50_i:.0f} us); daemon p50 {p50_w:.0f} us / {p50_i:.0f} us (configured {PULSE_US} / "
+            f"{INTERVAL_US}, allowed +-{PULSE_P50_US} us / +-{INTERVAL_P50_PCT}%); {summary}; {len(cards) - cut} frames right to the bit, {cut} cut by a stall the daemon "
+            f"counted and right up to the cut")
 
 
 @check("wiegand-timing-quiet")
 def wiegand_timing_quiet(rig):
-    """10 frames, right to the bit; pulses 20-100 us and intervals 200 us-20 ms (the emulated rig's
-    share, above), frames at least 100 ms apart."""
     return timing_check(rig, load=False)
 
 
@@ -225,6 +279,7 @@ def wiegand_idle_after_sigterm(rig):
     require_released(sim, (D0, D1))
     bits = [f["bits"] for f in analysis["frames"]]
     require(len(bits) == 1 and 3 <= len(bits[0]) < 64, f"frames on the wire: {bits} (want one cut frame)")
+    require(bits[0] == "1" * len(bits[0]), f"the cut frame's bits {bits[0]} are not the start of 64 ones")
     return f"cut after {len(bits[0])} of 64 bits at a bit boundary, D0/D1 idle high, released"
 
 
