@@ -442,7 +442,7 @@ class GpioTrace:
         if rig is not None:
             ms = str(round(REFERENCE_PULSE_S * 1000))
             self.reference = rig.spawn([os.path.join(rig.run_dir, "gpio-reference"), "pulses", GPIO_LABEL,
-                                        str(REFERENCE_LINE), ms, ms, "1000000"],
+                                        str(REFERENCE_LINE), ms, ms, "100000"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def tolerance(self):

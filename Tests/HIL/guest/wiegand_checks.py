@@ -118,6 +118,11 @@ def wiegand_frame_gap(rig):
 # real-time grant is expected to keep every pulse in.
 FLOOR_POINTS = 2.0
 REF_D0, REF_D1 = 28, 29
+# The host's stalls come in bursts that take several pulses of one frame, so the shares are compared on
+# many frames (FRAMES from the daemon, 520 pulses) and the reference sends nearly all the time (a 30 ms
+# gap after each 52 ms frame), so a burst that hits a daemon frame most likely hits a reference frame too.
+FRAMES = 20
+REF_GAP_MS = 30
 # The medians against what was configured (50 us pulses, 2,000 us intervals): within PULSE_P50_US and
 # INTERVAL_P50_PCT percent (the reference sender's medians are printed beside them). Measured on this
 # rig: daemon p50 48 us / 2,011-2,039 us with the host's two cores busy.
@@ -157,17 +162,17 @@ def pooled(analysis):
 
 
 def timing_check(rig, load):
-    """10 frames from the daemon, right to the bit (a frame cut by a stall the daemon counted must be
+    """FRAMES frames from the daemon, right to the bit (a frame cut by a stall the daemon counted must be
     right up to the cut); pulse and interval medians against the configured values; the share in SIA's
     windows within FLOOR_POINTS of the reference sender's, measured at the same time."""
-    cards = [1000 + 7919 * i % 65535 for i in range(10)]
+    cards = [1000 + 7919 * i % 65535 for i in range(FRAMES)]
     expected = [wiegand.fmt("26").encode(90, c) for c in cards]
-    fps, hold, blank = (60, 30, 20) if load else (10, 10, 5)
+    fps, hold, blank = (60, 60, 20) if load else (10, 5, 3)
     if load:
         hogs(rig)
     sim = GpioSim()
     trace = GpioTrace(sim)
-    ref = start_reference(rig, expected, 250, 20)
+    ref = start_reference(rig, expected, REF_GAP_MS, 20)
     daemon = run_to_end(rig, ["--camera", f"sim:{codes_scenario(rig.check_name, [str(c) for c in cards], fps, hold, blank)}",
                               *WIEGAND, "--wiegand-facility", "90"], timeout=120)
     require(daemon.payloads() == [str(c) for c in cards], f"stdout reported {daemon.payloads()}")
@@ -182,7 +187,7 @@ def timing_check(rig, load):
     require(not analysis["unterminated"], f"a pulse never ended | {summary}")
     require(len(frames) == len(cards), f"{len(frames)} frames on the wire for {len(cards)} codes | {summary}")
     # The per-frame stall lines are rate-limited; the transmitter's closing totals count every one.
-    totals = [l for l in daemon.stderr if "frames sent," in l and "cut by a stall" in l]
+    totals = [l for l in daemon.stderr if " sent, " in l and "cut by a stall)" in l]
     require(len(totals) == 1, f"no closing Wiegand totals line: {daemon.last_stderr(5)}")
     stalled = int(totals[0].split("(")[1].split(" cut by a stall")[0])
     cut = 0
