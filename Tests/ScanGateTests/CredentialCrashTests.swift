@@ -217,7 +217,7 @@ final class CredentialCrashTests: XCTestCase {
         XCTAssertEqual(killedMidStream, 30, "every kill landed inside the stream (at the parked consume)")
         print("kill -9 loop: 30 rounds, \(killedMidStream) killed mid-stream, each parked at a named step of its n-th consume; "
               + "\(accepted) checked passes printed accepted before the kill, all in the store and refused as replayed afterwards; "
-              + "every parked pass in the store; \(recordedButUnprinted) other checked passes recorded but killed before printing")
+              + "every parked pass in the store; \(recordedButUnprinted) checked passes recorded (parked ones included, when checked) but killed before printing")
     }
 
     func testKillDuringCompactionKeepsEveryPass() throws {
