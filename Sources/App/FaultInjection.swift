@@ -11,6 +11,11 @@ import Platform
 ///   reported, as a driver or library call that never returns would.
 /// - `clock-unsynchronised`: `credential verify` sees a clock that is not synchronised, as a kiosk
 ///   before NTP has answered does.
+/// - `park-at:STEP` or `park-at:STEP:N`: the N-th time (default 1) the process reaches STEP it writes
+///   `scangate: fault: parked at STEP (#N)` to stderr and blocks there for ever, so a test kills it at
+///   that step, not at a moment picked by a clock (Platform/FaultParking.swift). Steps: the one-time
+///   store's `replay-record-written` (before fdatasync), `replay-record-synced` (on disk, not yet
+///   reported), `replay-compaction-written` (temp file synced, not renamed), `replay-compaction-renamed`.
 enum FaultInjection {
     static let variable = "SCANGATE_FAULT"
 
@@ -28,8 +33,11 @@ enum FaultInjection {
         case "hang-decode":
             logger.warning("\(variable)=hang-decode: the decoder will hang after the first code (a test fault)")
             return HangingDecoder(inner: decoder)
+        case _ where FaultParking.parse(fault) != nil:
+            logger.warning("\(variable)=\(fault): the process will park at that step (a test fault)")
+            return decoder
         default:
-            logger.warning("\(variable)=\(fault) is not a known fault (hang-decode, clock-unsynchronised); ignored")
+            logger.warning("\(variable)=\(fault) is not a known fault (hang-decode, clock-unsynchronised, park-at:STEP[:N] with STEP one of \(FaultParking.steps.joined(separator: ", "))); ignored")
             return decoder
         }
     }

@@ -35,15 +35,21 @@ final class CredentialCrashTests: XCTestCase {
         let process = Process()
         let input = Pipe()
         let output = Pipe()
+        let errors = Pipe()
         private let collected = Mutex<[UInt8]>([])
+        private let collectedErrors = Mutex<[UInt8]>([])
         private let finished = DispatchSemaphore(value: 0)
 
-        init(_ args: [String]) throws {
+        /// `environment` is added to this process's (SCANGATE_FAULT for a parked kill).
+        init(_ args: [String], environment: [String: String] = [:]) throws {
             process.executableURL = URL(fileURLWithPath: ScangateProcess.binary)
             process.arguments = args
             process.standardInput = input
             process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            process.standardError = errors
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             try process.run()
             let handle = output.fileHandleForReading
             DispatchQueue.global().async { [self] in
@@ -54,6 +60,27 @@ final class CredentialCrashTests: XCTestCase {
                 }
                 finished.signal()
             }
+            let errorHandle = errors.fileHandleForReading
+            DispatchQueue.global().async { [self] in
+                while true {
+                    let data = errorHandle.availableData
+                    if data.isEmpty { break }
+                    collectedErrors.withLock { $0 += Array(data) }
+                }
+            }
+        }
+
+        var stderrText: String { String(decoding: collectedErrors.withLock { $0 }, as: UTF8.self) }
+
+        /// Waits for the marker of SCANGATE_FAULT=park-at:STEP: the process is then parked at STEP for ever.
+        func waitUntilParked(at step: String, timeout: Double) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if stderrText.contains("scangate: fault: parked at \(step) ") { return true }
+                if !process.isRunning { return false }
+                usleep(2000)
+            }
+            return false
         }
 
         /// Writes the lines from another thread (more than a pipe holds; the process may die meanwhile:
@@ -138,16 +165,24 @@ final class CredentialCrashTests: XCTestCase {
                 if i % 6 == 0 { checked.append((token, i)) }
                 lines.append(token)
             }
-            let gate = try Gate(gateArgs)
+            // The kill lands at a named step of the n-th consume (fresh passes only; the 2-second ones
+            // may have expired), where the gate parks (SCANGATE_FAULT): even rounds with the record written
+            // but not fdatasync'd, odd rounds with it on disk but the pass not yet printed. Later rounds
+            // also prune and compact at their first consume. No race with the clock: the marker says it is there.
+            let step = round % 2 == 0 ? "replay-record-written" : "replay-record-synced"
+            let n = 1 + (round * 37) % 100
+            let gate = try Gate(gateArgs, environment: ["SCANGATE_FAULT": "park-at:\(step):\(n)"])
             gate.send(lines)
-            // Kill at a varying point. Even rounds: a delay from the start, which may land before the first
-            // consume (start-up, loading the store) or in the stream of write + fdatasync. Odd rounds: a
-            // delay after the first answer, so the kill lands in the stream whatever the machine's load.
-            if round % 2 == 1 { XCTAssertTrue(gate.waitForLines(1, timeout: 30), "round \(round): no answer") }
-            usleep(useconds_t(round % 2 == 1 ? (round * 7_919) % 30_000 : 5_000 + (round * 7_919) % 120_000))
+            XCTAssertTrue(gate.waitUntilParked(at: step, timeout: 120), "round \(round): never parked at \(step) #\(n): \(gate.stderrText)")
             gate.kill9()
             let printed = gate.lines
-            if printed.count > 0 && printed.count < lines.count { killedMidStream += 1 }
+            if printed.count < lines.count { killedMidStream += 1 }
+            // Lines are written before the next pass is read: exactly n - 1 consumes were printed as
+            // accepted, and the parked pass is the line after the last printed one.
+            XCTAssertEqual(printed.filter { (try? JSONValue.parse($0))?["verdict"]?.stringValue == "accepted" }.count, n - 1,
+                           "round \(round): accepted lines before the parked consume #\(n)")
+            let parked = try verifier.verify(Array(lines[printed.count].utf8), now: CredentialFixtures.now).get()
+            let parkedID = try ReplayKey.make(format: .cwt, issuer: nil, tokenID: try XCTUnwrap(parked.tokenIDBytes))
             // The store loads (a torn last record is cut off) in a new process, and every pass printed as
             // accepted is consumed.
             let reopened = try ReplayStore(path: store)
@@ -169,6 +204,9 @@ final class CredentialCrashTests: XCTestCase {
                 }
             }
             recordedButUnprinted += consumed
+            // The parked pass was written (and, at replay-record-synced, synced) before the kill: a kill -9
+            // is not a power cut, so it is in the file, never printed, and refused from now on.
+            XCTAssertTrue(reopened.contains(parkedID), "round \(round): the pass parked at \(step) is not in the store")
             // And through a new process, as a user would see it: the last checked pass printed accepted.
             if let last = checked.last(where: { $0.1 < printed.count }) {
                 let again = try verifyOnce(last.0)
@@ -176,14 +214,16 @@ final class CredentialCrashTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(accepted, 0, "no round got as far as accepting a pass")
-        XCTAssertGreaterThan(killedMidStream, 0, "no kill landed while passes were being consumed")
-        print("kill -9 loop: 30 rounds, \(killedMidStream) killed mid-stream; \(accepted) checked passes printed accepted before the kill, "
-              + "all in the store and refused as replayed afterwards; \(recordedButUnprinted) recorded but killed before printing")
+        XCTAssertEqual(killedMidStream, 30, "every kill landed inside the stream (at the parked consume)")
+        print("kill -9 loop: 30 rounds, \(killedMidStream) killed mid-stream, each parked at a named step of its n-th consume; "
+              + "\(accepted) checked passes printed accepted before the kill, all in the store and refused as replayed afterwards; "
+              + "every parked pass in the store; \(recordedButUnprinted) checked passes recorded (parked ones included, when checked) but killed before printing")
     }
 
     func testKillDuringCompactionKeepsEveryPass() throws {
         // A store of 20000 live and 20001 expired records: the gate's first consume rewrites it (20000
-        // records, temp file, fsync, rename), and the kill lands before, during or after that.
+        // records, temp file, fsync, rename), and the kill lands before, during or after that, at a step
+        // the gate is parked at.
         let now = CredentialFixtures.now
         var prefilled: [UInt8] = []
         var liveKeys: [ReplayKey] = []
@@ -205,18 +245,29 @@ final class CredentialCrashTests: XCTestCase {
             var before = stat()
             stat(store, &before)
             let passes = try (0..<40).map { _ in try pass() }
-            let gate = try Gate(gateArgs)
+            // The compaction runs at the first consume, after its record is synced. The kill lands at a named
+            // step where the gate parks (SCANGATE_FAULT), never at a moment picked by a clock: round % 4 = 0
+            // before the compaction (the record synced), 1 with the temp file written and synced but not
+            // renamed, 2 just after the rename; 3 waits for the first answer (the compaction is done by then).
+            let steps = ["replay-record-synced", "replay-compaction-written", "replay-compaction-renamed", nil]
+            let step = steps[round % 4]
+            let gate = try Gate(gateArgs, environment: step.map { ["SCANGATE_FAULT": "park-at:\($0)"] } ?? [:])
             gate.send(passes)
-            // Every fourth round waits for the first answer (the compaction is done by then: it runs at the
-            // first consume); the others kill after a varying delay, before, during or after it.
-            if round % 4 == 3 { XCTAssertTrue(gate.waitForLines(1, timeout: 60), "round \(round): no answer") }
-            usleep(useconds_t(round % 4 == 3 ? 0 : 10_000 + (round * 15_485) % 300_000))
+            if let step {
+                XCTAssertTrue(gate.waitUntilParked(at: step, timeout: 120), "round \(round): never parked at \(step): \(gate.stderrText)")
+            } else {
+                XCTAssertTrue(gate.waitForLines(1, timeout: 60), "round \(round): no answer")
+            }
             gate.kill9()
             let printed = gate.lines
-            if FileManager.default.fileExists(atPath: store + ".tmp") { killedMidCompaction += 1 }
+            let tempLeft = FileManager.default.fileExists(atPath: store + ".tmp")
+            if tempLeft { killedMidCompaction += 1 }
             var after = stat()
             stat(store, &after)
             if after.st_ino != before.st_ino { compacted += 1 }
+            XCTAssertEqual(tempLeft, round % 4 == 1, "round \(round): the temp file is left exactly when killed before the rename")
+            XCTAssertEqual(after.st_ino != before.st_ino, round % 4 >= 2, "round \(round): the store is replaced exactly when killed after the rename")
+            if step != nil { XCTAssertEqual(printed.count, 0, "round \(round): parked in the first consume, nothing printed") }
             let reopened = try ReplayStore(path: store)
             for key in liveKeys where !reopened.contains(key) {
                 XCTFail("round \(round): a live entry was lost")
@@ -231,8 +282,9 @@ final class CredentialCrashTests: XCTestCase {
             }
             accepted += printed.count
         }
-        XCTAssertGreaterThan(compacted, 0, "no round got as far as compacting")
-        print("kill -9 during compaction: 20 rounds; \(killedMidCompaction) killed with the temp file (partly) written but not renamed, "
+        XCTAssertEqual(killedMidCompaction, 5, "rounds 1, 5, 9, 13, 17 were killed between the temp file and the rename")
+        XCTAssertEqual(compacted, 10, "rounds 2, 3, 6, 7, ... were killed after the rename")
+        print("kill -9 during compaction: 20 rounds, each parked at a named step; \(killedMidCompaction) killed with the temp file written and synced but not renamed, "
               + "\(compacted) after the rename; \(accepted) passes printed accepted; no live entry and no accepted pass lost")
     }
 }

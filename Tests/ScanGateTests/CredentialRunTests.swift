@@ -233,23 +233,20 @@ final class CredentialRunTests: XCTestCase {
                                                  keyID: "gate", oneTime: true, now: now), key: key)
             }
             let camera = "sim:" + (try scenario(tokens, hold: 1, size: 320))
-            let daemon = try RunningScangate(oneTimeArgs(camera, jwks: jwks, store: store, fast: true), in: dir)
-            // Even rounds: kill after the first few answers plus a varying delay, inside the stream of
-            // append + fdatasync. Odd rounds: a varying delay after the camera is up, so the kill lands
-            // around the first pass (before its record, during it, or after its line).
-            if round % 2 == 0 {
-                XCTAssertTrue(daemon.waitForStdoutLines(1 + round % 7, seconds: 60), "round \(round): no answer: \(daemon.stderrText)")
-            } else {
-                XCTAssertTrue(waitUntil(timeout: 60) { daemon.stderrLines.contains { $0.contains("status: scanning") } },
-                              "round \(round): never scanning: \(daemon.stderrText)")
-            }
-            usleep(useconds_t((round * 7_919) % 40_000))
+            // The kill lands at a named step of the n-th consume, where the daemon parks (SCANGATE_FAULT):
+            // even rounds with the record written but not yet fdatasync'd, odd rounds with it on disk but
+            // the pass not yet reported. Never a race with the clock: the marker says it is there.
+            let step = round % 2 == 0 ? "replay-record-written" : "replay-record-synced"
+            let n = 1 + (round * 37) % 120
+            let daemon = try RunningScangate(oneTimeArgs(camera, jwks: jwks, store: store, fast: true), in: dir,
+                                             environment: ["SCANGATE_FAULT": "park-at:\(step):\(n)"])
+            XCTAssertTrue(daemon.waitUntilParked(at: step, seconds: 120), "round \(round): never parked at \(step) #\(n): \(daemon.stderrText)")
             daemon.kill9()
             let printed = try events(daemon.stdoutLines)
-            if printed.count > 0 && printed.count < perRound { killedMidStream += 1 }
-            if round % 2 == 0 {
-                XCTAssertLessThan(printed.count, perRound, "round \(round): the kill came after the last pass, not inside the stream")
-            }
+            // Pass i is the i-th consume (one pass per frame, each judged once): passes 0..<n-1 were recorded
+            // before, pass n-1 is the one parked; its line and later ones cannot have been printed.
+            XCTAssertLessThan(printed.count, n, "round \(round): a line printed for a pass at or after the parked consume")
+            if printed.count < perRound { killedMidStream += 1 }
             // Line i answers pass i (one pass per frame, each reported once).
             for (i, event) in printed.enumerated() {
                 XCTAssertEqual(verdict(event), "accepted", "round \(round) line \(i)")
@@ -267,15 +264,19 @@ final class CredentialRunTests: XCTestCase {
                 if i < printed.count {
                     XCTAssertEqual(verdict(event), "replayed", "round \(round): pass \(i) was accepted before the kill and again after it")
                     refusedAfter += 1
-                } else if verdict(event) == "replayed" {
+                } else if i < n {
+                    // Recorded before the kill (the parked one too: a written record survives a kill -9,
+                    // which is not a power cut), never printed: refused, never accepted twice.
+                    XCTAssertEqual(verdict(event), "replayed", "round \(round): pass \(i) was recorded before the kill")
                     recordedUnprinted += 1
                 } else {
-                    XCTAssertEqual(verdict(event), "accepted", "round \(round) pass \(i)")
+                    XCTAssertEqual(verdict(event), "accepted", "round \(round) pass \(i): never consumed before the kill")
                 }
             }
         }
         XCTAssertGreaterThan(printedAccepted, 0)
-        XCTAssertGreaterThanOrEqual(killedMidStream, rounds / 2, "too few kills landed while passes were being consumed")
+        XCTAssertEqual(killedMidStream, rounds, "every kill landed inside the stream (at the parked consume)")
+        XCTAssertGreaterThanOrEqual(recordedUnprinted, rounds, "every round has at least its parked pass recorded and unprinted")
         print("kill -9 through run: \(rounds) rounds of \(perRound) one-time passes, \(killedMidStream) killed mid-stream; "
               + "\(printedAccepted) printed accepted before the kill, all \(refusedAfter) refused as replayed after the restart; "
               + "\(recordedUnprinted) recorded but killed before their line was printed (refused after, never accepted twice)")
@@ -291,7 +292,7 @@ final class RunningScangate: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let status = Mutex<Int32?>(nil)
 
-    init(_ arguments: [String], in directory: String) throws {
+    init(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws {
         let tag = UUID().uuidString.prefix(8)
         stdoutPath = directory + "/run-\(tag).out"
         stderrPath = directory + "/run-\(tag).err"
@@ -302,6 +303,9 @@ final class RunningScangate: @unchecked Sendable {
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         process.standardInput = FileHandle.nullDevice
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.terminationHandler = { [done] _ in done.signal() }
         try process.run()
     }
@@ -316,6 +320,13 @@ final class RunningScangate: @unchecked Sendable {
     var stderrLines: [String] { wholeLines(stderrPath) }
     var stdoutText: String { (FileManager.default.contents(atPath: stdoutPath)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
     var stderrText: String { (FileManager.default.contents(atPath: stderrPath)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+
+    /// Waits for the marker of SCANGATE_FAULT=park-at:STEP (the process is then parked at STEP for ever);
+    /// false when it exits first or `seconds` pass.
+    func waitUntilParked(at step: String, seconds: Double) -> Bool {
+        waitUntil(seconds) { stderrLines.contains { $0.hasPrefix("scangate: fault: parked at \(step) ") } || !process.isRunning }
+            && stderrLines.contains { $0.hasPrefix("scangate: fault: parked at \(step) ") }
+    }
 
     func waitForStdoutLines(_ count: Int, seconds: Double) -> Bool {
         waitUntil(seconds) { stdoutLines.count >= count || !process.isRunning } && stdoutLines.count >= count

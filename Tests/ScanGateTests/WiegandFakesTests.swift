@@ -42,6 +42,10 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
         var log: [Log] = []
         /// Time of every set (CLOCK_MONOTONIC ns) with the physical levels it left.
         var sets: [(ns: UInt64, physical: [Int32])] = []
+        /// For every set, the frames the transmitter had finished before it (see `countFrames(of:)`).
+        var finishedBefore: [Int] = []
+        /// Frames the output has finished (sent, cut or dropped); nil: not counted.
+        var finishedFrames: (@Sendable () -> Int)?
         /// The next `setValues` calls fail with this errno once the count reaches 0.
         var failSetsAfter: Int?
         var failWith = Errno.ioError
@@ -113,22 +117,35 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
     func consumer(_ offset: Int) -> String? { state.withLock { $0.lines[offset]?.consumer } }
     func physical(_ offset: Int) -> Int32 { state.withLock { $0.lines[offset]?.physical ?? 1 } }
 
+    /// Counts `output`'s finished frames (sent, plus cut or dropped) at every set, so `frames()` splits
+    /// the wire where the transmitter itself ended a frame, not at a gap in real time. The transmitter
+    /// thread finishes a frame (and counts it) before it starts the next one's first pulse; only an offer
+    /// refused while a frame is on the wire would count in the middle of one (no test here does that).
+    func countFrames(of output: WiegandOutput) {
+        state.withLock { s in
+            s.finishedFrames = { [weak output] in output.map { Int($0.health.sent + $0.health.errors) } ?? 0 }
+        }
+    }
+
     /// The bits the wire carried, frame by frame: a low pulse (high when `activeHigh`) on the first
-    /// offset is a 0, on the second a 1; frames split at `splitMs` of idle.
-    func frames(activeHigh: Bool = false, splitMs: Double = 30) -> [String] {
+    /// offset is a 0, on the second a 1. Frames are split where the count of finished frames changed
+    /// (`countFrames(of:)`, which must have been called before the first frame).
+    func frames(activeHigh: Bool = false) -> [String] {
         let pulse: Int32 = activeHigh ? 1 : 0
-        var frames: [String] = [], current = "", lastChange: UInt64?
+        var frames: [String] = [], current = "", currentFrame: Int?
         var previous: [Int32] = [1 - pulse, 1 - pulse]
-        for (ns, p) in sets {
+        let (sets, finishedBefore, counted) = state.withLock { ($0.sets, $0.finishedBefore, $0.finishedFrames != nil) }
+        precondition(counted, "frames() needs countFrames(of:) before the first frame")
+        for ((_, p), frame) in zip(sets, finishedBefore) {
             let started = (0..<2).first { p[$0] == pulse && previous[$0] != pulse }
             if let i = started {
-                if let last = lastChange, Double(ns - last) / 1e6 > splitMs, !current.isEmpty {
+                if let currentFrame, frame != currentFrame, !current.isEmpty {
                     frames.append(current)
                     current = ""
                 }
+                currentFrame = frame
                 current += i == 0 ? "0" : "1"
             }
-            if p != previous { lastChange = ns }
             previous = p
         }
         if !current.isEmpty { frames.append(current) }
@@ -228,6 +245,8 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
         }
         if delay > 0 { sleepThread(milliseconds: delay) }
         let now = Self.now()
+        // Outside the lock: the output's health takes the transmitter's own lock.
+        let finished = state.withLock { $0.finishedFrames }?() ?? 0
         return state.withLock { s in
             guard s.present else { return .failure(.noDevice) }
             let offsets = lines.map(offset)
@@ -245,6 +264,7 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
             }
             s.log.append(.set(offsets: offsets, physical: physical))
             s.sets.append((now, physical))
+            s.finishedBefore.append(finished)
             return .success(())
         }
     }

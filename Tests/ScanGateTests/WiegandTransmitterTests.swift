@@ -42,6 +42,7 @@ final class WiegandTransmitterTests: XCTestCase {
         let chip = WiegandFakeGpiod()
         let out = try WiegandOutput(settings: settings(), logger: Logger(level: .error), feedback: nil, calls: chip,
                                     runtime: runtime())
+        chip.countFrames(of: out)
         // Requested together, both idle (high), consumer scangate.
         XCTAssertEqual(chip.log.first, .requestOutputs(offsets: [Self.d0, Self.d1], physical: [1, 1], consumer: "scangate"))
         XCTAssertEqual(out.offer(read("324")), .taken)
@@ -63,6 +64,7 @@ final class WiegandTransmitterTests: XCTestCase {
         let chip = WiegandFakeGpiod()
         let out = try WiegandOutput(settings: settings { $0.activeHigh = true }, logger: Logger(level: .error),
                                     feedback: nil, calls: chip, runtime: runtime())
+        chip.countFrames(of: out)
         XCTAssertEqual(chip.log.first, .requestOutputs(offsets: [Self.d0, Self.d1], physical: [0, 0], consumer: "scangate"))
         XCTAssertEqual(out.offer(read("324")), .taken)
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
@@ -76,13 +78,14 @@ final class WiegandTransmitterTests: XCTestCase {
         let chip = WiegandFakeGpiod()
         let s = settings { $0.format = .h10304; $0.facility = .fixed(1); $0.frameGapMs = 300 }
         let out = try WiegandOutput(settings: s, logger: Logger(level: .error), feedback: nil, calls: chip, runtime: runtime())
+        chip.countFrames(of: out)
         XCTAssertEqual(out.offer(read("516907")), .taken)
         XCTAssertEqual(out.offer(read("12345")), .taken, "queued while the first is on the wire")
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 10000))
         out.close(deadline: .now().adding(milliseconds: 2000))
         let a = try XCTUnwrap(WiegandFormat.h10304.encode(facility: 1, card: 516907)).description
         let b = try XCTUnwrap(WiegandFormat.h10304.encode(facility: 1, card: 12345)).description
-        XCTAssertEqual(chip.frames(splitMs: 150), [a, b])
+        XCTAssertEqual(chip.frames(), [a, b])
         // The gap: from the last set of frame 1 to the first pulse of frame 2 (a lower bound the
         // transmitter guarantees, not a timing measurement).
         let sets = chip.sets
@@ -177,6 +180,7 @@ final class WiegandTransmitterTests: XCTestCase {
         chip.hold(Self.d1, by: "gpioset")
         let logs = WiegandLogCapture()
         let out = try WiegandOutput(settings: settings(), logger: logs.logger(), feedback: nil, calls: chip, runtime: runtime())
+        chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         let busy = "Wiegand lines D0 GPIO12 / D1 GPIO13 on scangate-sim (gpiochip0) (--wiegand-d0, --wiegand-d1) are busy: GPIO13 is held by 'gpioset'; stop that program (gpioinfo scangate-sim shows who holds each line) or choose other lines"
         XCTAssertTrue(logs.contains(busy), "\(logs.all)")
@@ -212,6 +216,7 @@ final class WiegandTransmitterTests: XCTestCase {
         let logs = WiegandLogCapture()
         let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger(), feedback: nil,
                                     calls: chip, runtime: runtime())
+        chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         chip.failSets(after: 10, with: .noDevice)
         XCTAssertEqual(out.offer(read("324")), .taken)
@@ -222,7 +227,7 @@ final class WiegandTransmitterTests: XCTestCase {
         chip.state.withLock { $0.failSetsAfter = nil }
         XCTAssertTrue(wiegandEventually { out.offer(read("1")) == .taken }, "the lines come back after the retry")
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
-        let frames = chip.frames(splitMs: 150)
+        let frames = chip.frames()
         XCTAssertEqual(frames.first, "00101", "the cut frame: 5 bits, never resumed")
         let sets = chip.sets
         XCTAssertGreaterThanOrEqual(Double(sets[10].ns - sets[9].ns) / 1e6, 300, "a frame gap after the cut frame too")
@@ -235,13 +240,14 @@ final class WiegandTransmitterTests: XCTestCase {
         let logs = WiegandLogCapture()
         let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger(), feedback: nil,
                                     calls: chip, runtime: runtime())
+        chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         // The set that starts bit 4 hangs 30 ms: bit 5 would start 30 ms after bit 4 (a panel has ended
         // the frame by then), so it is not sent.
         chip.delaySet(after: 6, milliseconds: 30)
         XCTAssertEqual(out.offer(read("324")), .taken)
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
-        XCTAssertEqual(chip.frames(splitMs: 150), ["0010"])
+        XCTAssertEqual(chip.frames(), ["0010"])
         XCTAssertTrue(logs.contains("after 4 of 26 bits (longer than a panel waits between bits); the rest is not sent"), "\(logs.all)")
         XCTAssertEqual(out.health.sent, 0)
         XCTAssertEqual(chip.sets.last?.physical, [1, 1])
@@ -252,6 +258,7 @@ final class WiegandTransmitterTests: XCTestCase {
         let logs = WiegandLogCapture()
         let out = try WiegandOutput(settings: settings(), logger: logs.logger(), feedback: nil, calls: chip,
                                     runtime: runtime { $0.realtime = true })
+        chip.countFrames(of: out)
         XCTAssertEqual(out.offer(read("324")), .taken)
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
         out.close(deadline: .now().adding(milliseconds: 1000))

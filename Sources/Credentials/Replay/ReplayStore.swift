@@ -104,6 +104,8 @@ public final class ReplayStore: Sendable {
     public let path: String
     private let state: Mutex<State>
     private let clock: ReplayClock
+    /// A test fault (SCANGATE_FAULT=park-at:replay-...): nil in service.
+    private let parking: FaultParking?
 
     static let recordSize = 64
     static let magic: [UInt8] = Array("SGO2".utf8)
@@ -176,9 +178,10 @@ public final class ReplayStore: Sendable {
 
     /// Opens (creating it with mode 0600 if needed) and loads the store; a torn last record is cut off.
     /// Nothing is dropped at load.
-    public init(path: String, clock: ReplayClock = .system()) throws(ReplayStoreError) {
+    public init(path: String, clock: ReplayClock = .system(), parking: FaultParking? = FaultParking.fromEnvironment()) throws(ReplayStoreError) {
         self.path = path
         self.clock = clock
+        self.parking = parking
         let lock = try Self.openLock(path)
         guard Self.takeLock(lock.fd) else {
             throw ReplayStoreError(path: path, message: "another process holds \(path).lock for more than \(Int(Self.lockWaitMilliseconds)) ms")
@@ -238,6 +241,7 @@ public final class ReplayStore: Sendable {
                 }
                 return .failed("write \(path): \(e)")
             }
+            parking?.reach("replay-record-written")
             if case .failure(let e) = s.data.fd.dataSync() {
                 // After a failed fsync Linux may have dropped the page: nothing written since can be trusted.
                 s.broken = "fdatasync failed (\(e)); reopen the store (reload or restart) once the disk is fixed"
@@ -247,11 +251,12 @@ public final class ReplayStore: Sendable {
             s.records += 1
             s.entries[key] = entry
             s.appendsSincePrune += 1
+            parking?.reach("replay-record-synced")
             // Entries both clocks agree on are dropped every 256 appends (a pass of the whole dictionary),
             // and the file is rewritten once dropped records outnumber held ones.
             if s.appendsSincePrune >= Self.pruneInterval {
                 Self.prune(&s, wall: now, boot: boot)
-                if Self.shouldCompact(records: s.records, live: s.entries.count) { _ = Self.compact(path, &s, clock: clock) }
+                if Self.shouldCompact(records: s.records, live: s.entries.count) { _ = Self.compact(path, &s, clock: clock, parking: parking) }
             }
             return .fresh
         }
@@ -505,7 +510,7 @@ public final class ReplayStore: Sendable {
     /// Rewrites the file with the live entries: a temp file, fsync, rename over the store, fsync of the
     /// directory, then the new file reopened. On failure the old file stays as it was; returns the problem.
     @discardableResult
-    static func compact(_ path: String, _ s: inout State, clock: ReplayClock) -> String? {
+    static func compact(_ path: String, _ s: inout State, clock: ReplayClock, parking: FaultParking? = nil) -> String? {
         let temporary = path + ".tmp"
         let opened = FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         guard case .success(let fd) = opened else {
@@ -533,11 +538,13 @@ public final class ReplayStore: Sendable {
             return "compaction: fsync \(temporary): \(e)"
         }
         file.close()
+        parking?.reach("replay-compaction-written")
         guard rename(temporary, path) == 0 else {
             let e = Errno.current
             unlink(temporary)
             return "compaction: rename \(temporary): \(e)"
         }
+        parking?.reach("replay-compaction-renamed")
         // From here the compacted file is the store. Reopen it; a failure now leaves the store unusable.
         _ = syncDirectory(of: path)
         switch FileDescriptor.open(path, O_RDWR | O_APPEND | O_NOFOLLOW) {

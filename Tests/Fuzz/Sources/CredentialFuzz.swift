@@ -4,12 +4,54 @@ import Settings
 
 /// Signed passes on hostile input: the JWS parser, base45, CBOR/COSE, and the JWKS reader.
 enum CredentialFuzz {
-    /// One fixed key set: a random input must never verify against it.
+    /// The public keys the JWS seeds were signed with (kids `peer-ed`, Ed25519, and `peer-es`, P-256), as in
+    /// Tests/Fuzz/corpus/jwks/peer: the seeds' valid passes verify their signature against them (and are
+    /// then refused: they expired before `now`), so mutations start inside the signature code.
+    static let peerJWKS = #"{"keys": [{"x": "KjSxFw3YyuT3qCoA6fIuqnjoahIJa9SphSVILHcxgZM", "kty": "OKP", "crv": "Ed25519", "kid": "peer-ed"}, {"kty": "EC", "crv": "P-256", "x": "ulJ77klrqlX3xHnPWxZrcbFkXWqXfE_-iI-s_-PW1yI", "y": "G00W1nbyEP5K2ihXRFoivrhoEdiNidjrnhvHStTIvBk", "kid": "peer-es"}]}"#
+
+    /// The keys the COSE seeds (valid-eddsa, valid-es256, tag61, flipped-sig) were signed with, kids
+    /// `cose-ed` and `cose-es`, as in Tests/Fuzz/corpus/jwks/cose (the private keys were not kept).
+    static let coseJWKS = #"{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "3XHUHgIFCtcAPuiDzxgmNlwpvivWo_YQWbV9cCpBums", "kid": "cose-ed"}, {"kty": "EC", "crv": "P-256", "x": "6gK_MoN8105KXjjUr2HjRZ6Ds3CO1JCkD_l4CV47ex4", "y": "m3gOJz3ORfUVoaHU3uPmOs7fDeVintF6_59JiPrm7Ic", "kid": "cose-es"}]}"#
+
+    /// One fixed key set: RFC 8037's example key (kid `k`) and the seeds' keys. A random input must
+    /// never verify against it (no private key is here).
     static let keys: CredentialKeySet = {
         let x = Base64.urlDecode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo") ?? []   // RFC 8037's example key
         let key = try? PublicKey.ed25519(x: x, subject: "fuzz")
-        return CredentialKeySet(keys: key.map { [CredentialKey(keyID: "k", publicKey: $0, source: "fuzz")] } ?? [], source: "fuzz")
+        let peer = (try? CredentialKeySet.parseJWKS(Array(peerJWKS.utf8), file: "peer.jwks"))?.keys ?? []
+        let cose = (try? CredentialKeySet.parseJWKS(Array(coseJWKS.utf8), file: "cose.jwks"))?.keys ?? []
+        return CredentialKeySet(keys: (key.map { [CredentialKey(keyID: "k", publicKey: $0, source: "fuzz")] } ?? []) + peer + cose,
+                                source: "fuzz")
     }()
+
+    /// What the seeds must reach (`ScanGateFuzz --seed-reach`).
+    static let steps = ["the signature check", "a good signature (refused later, for a claim)"]
+
+    /// Which of `steps` the verifier reached, told by its refusal: bad-signature comes from the signature
+    /// check; expired, not-yet-valid, wrong-audience, wrong-issuer and lifetime-too-long only after a good
+    /// signature (CredentialVerifier's order). malformed, unknown-key and algorithm-not-allowed count as
+    /// not reached (malformed can also follow a good signature: this undercounts, never overcounts).
+    static func reached(_ result: Result<VerifiedPass, Refusal>) -> Set<String> {
+        switch result {
+        case .success: return Set(steps)
+        case .failure(let refusal):
+            switch refusal.reason {
+            case .badSignature: return [steps[0]]
+            case .expired, .notYetValid, .wrongAudience, .wrongIssuer, .lifetimeTooLong: return Set(steps)
+            default: return []
+            }
+        }
+    }
+
+    @Sendable static func jwsReach(_ bytes: [UInt8]) -> Set<String> {
+        jws(bytes)
+        return reached(verifier(.jwt).verify(bytes, now: now))
+    }
+
+    @Sendable static func coseReach(_ bytes: [UInt8]) -> Set<String> {
+        cose(bytes)
+        return reached(verifier(.cwt).verify(Array((COSESign1.prefix + Base45.encode(bytes)).utf8), now: now))
+    }
 
     static func verifier(_ format: CredentialFormatSetting) -> CredentialVerifier {
         var settings = CredentialSettings()
@@ -22,7 +64,7 @@ enum CredentialFuzz {
 
     /// The JWS compact parser and the JWT claims parser.
     static func jws(_ bytes: [UInt8]) {
-        require(keys.keys.count == 1, "the RFC 8037 key loads")
+        require(keys.keys.map(\.keyID) == ["k", "peer-ed", "peer-es", "cose-ed", "cose-es"], "the RFC 8037 key and the seeds' keys load")
         if case .success(let header) = TokenParser.header(bytes, format: .jwt) {
             let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
             require(dots.count == 2, "a parsed JWS has exactly two dots")
@@ -53,6 +95,7 @@ enum CredentialFuzz {
 
     /// The CBOR decoder, the COSE_Sign1 reader and the CWT claims reader on raw CBOR bytes.
     static func cose(_ bytes: [UInt8]) {
+        require(keys.keys.map(\.keyID) == ["k", "peer-ed", "peer-es", "cose-ed", "cose-es"], "the RFC 8037 key and the seeds' keys load")
         if let value = try? CBORValue.decode(bytes) {
             let again = try? CBORValue.decode(value.encoded)
             require(again == value || hasNaN(value), "CBOR re-encodes to an equal value")

@@ -22,6 +22,9 @@ enum FuzzMain {
             printError("ScanGateFuzz: set SCANGATE_FUZZ_TARGET to one of: \(names)")
             exit(2)
         }
+        if CommandLine.arguments.dropFirst().first == "--seed-reach" {
+            exit(seedReach(name, directories: Array(CommandLine.arguments.dropFirst(2))))
+        }
         if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "LLVMFuzzerRunDriver") {
             let driver = unsafeBitCast(symbol, to: RunDriver.self)
             var argc = CommandLine.argc
@@ -37,6 +40,46 @@ enum FuzzMain {
             FuzzTargets.run(name, bytes)
             printError("ScanGateFuzz: \(name): \(path): ok")
         }
+    }
+
+    /// `ScanGateFuzz --seed-reach DIR...`: runs every file in the folders through the target's reach
+    /// function and prints how many reach each step it must reach; 1 if some step is reached by none.
+    static func seedReach(_ name: String, directories: [String]) -> CInt {
+        guard let target = FuzzTargets.byName[name], let reach = target.reach else {
+            printError("\(name): no seed reach check")
+            return 0
+        }
+        var counts: [String: Int] = [:]
+        var files = 0
+        for directory in directories {
+            guard let folder = opendir(directory) else {
+                printError("ScanGateFuzz: cannot open \(directory)")
+                return 2
+            }
+            defer { closedir(folder) }
+            var names: [String] = []
+            while let entry = readdir(folder) {
+                let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                if entryName != "." && entryName != ".." { names.append(entryName) }
+            }
+            for entryName in names.sorted() {
+                guard let bytes = readFile(directory + "/" + entryName) else {
+                    printError("ScanGateFuzz: cannot read \(directory)/\(entryName)")
+                    return 2
+                }
+                files += 1
+                for step in reach(bytes) { counts[step, default: 0] += 1 }
+            }
+        }
+        let missed = target.mustReach.filter { counts[$0, default: 0] == 0 }
+        printError("\(name): seeds reaching " + target.mustReach.map { "\($0): \(counts[$0, default: 0]) of \(files)" }.joined(separator: "; "))
+        if !missed.isEmpty {
+            printError("INVARIANT FAILED: no \(name) seed reaches \(missed.joined(separator: ", "))")
+            return 1
+        }
+        return 0
     }
 
     static func readFile(_ path: String) -> [UInt8]? {

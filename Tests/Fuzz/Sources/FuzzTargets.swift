@@ -4,6 +4,11 @@ struct FuzzTarget: Sendable {
     let name: String
     let summary: String
     let run: @Sendable ([UInt8]) -> Void
+    /// Steps the target exists to reach, each of which some seed must reach (`ScanGateFuzz --seed-reach`,
+    /// run by Tests/Fuzz/run before the target is fuzzed); empty: no such check.
+    var mustReach: [String] = []
+    /// The steps of `mustReach` one input reaches.
+    var reach: (@Sendable ([UInt8]) -> Set<String>)? = nil
 }
 
 enum FuzzTargets {
@@ -25,10 +30,13 @@ enum FuzzTargets {
         FuzzTarget(name: "labelunwarp", summary: "LabelUnwarp.flatten (decode-image's flattened-label pass)",
                    run: DecodingFuzz.labelUnwarp),
         FuzzTarget(name: "wiegand", summary: "WiegandEncoder: wiegand-map, facility, over-range and formats", run: WiegandFuzz.run),
-        FuzzTarget(name: "osdp", summary: "OSDP reader: frame reader, secure channel, PD state machine", run: OSDPFuzz.run),
-        FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws),
+        FuzzTarget(name: "osdp", summary: "OSDP reader: frame reader, secure channel, PD state machine", run: OSDPFuzz.run,
+                   mustReach: OSDPFuzz.steps, reach: OSDPFuzz.reach),
+        FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws,
+                   mustReach: CredentialFuzz.steps, reach: CredentialFuzz.jwsReach),
         FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
-        FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose),
+        FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose,
+                   mustReach: CredentialFuzz.steps, reach: CredentialFuzz.coseReach),
         FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
         FuzzTarget(name: "replaystore", summary: "the one-time store on a hostile file, and consumes with a clock stepped ahead",
                    run: ReplayStoreFuzz.run),
