@@ -63,11 +63,29 @@ public struct PayloadFilter: ReadPolicy, @unchecked Sendable {
             return .rejected(reason: "payload does not start with an allowed prefix")
         }
         if regex != nil {
-            guard let text = String(validating: bytes, as: UTF8.self), matchesRegex(text, ascii: bytes.allSatisfy { $0 < 0x80 }) else {
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                return .rejected(reason: "payload does not match allow-regex")
+            }
+            let ascii = bytes.allSatisfy { $0 < 0x80 }
+            if !ascii, let lookalike = text.unicodeScalars.first(where: Self.foldsToASCII) {
+                let code = String(lookalike.value, radix: 16, uppercase: true)
+                return .rejected(reason: "payload does not match allow-regex: it has U+\(code), which case-insensitive matching would take for an ASCII letter")
+            }
+            guard matchesRegex(text, ascii: ascii) else {
                 return .rejected(reason: "payload does not match allow-regex")
             }
         }
         return .accepted
+    }
+
+    /// A scalar outside ASCII whose upper or lower case has an ASCII letter (U+212A KELVIN SIGN is `k`,
+    /// U+017F LONG S is `S`, U+0130 is `i` and a dot, U+FB00 is `FF`): under `(?i)` Swift's Regex folds it
+    /// to that letter, so `(?i)ticket:` would pass bytes the operator never wrote. Refused whatever the
+    /// pattern: no code a kiosk is shown needs one.
+    static func foldsToASCII(_ scalar: Unicode.Scalar) -> Bool {
+        guard !scalar.isASCII else { return false }
+        let cased = scalar.properties.lowercaseMapping + scalar.properties.uppercaseMapping
+        return cased.unicodeScalars.contains { $0.isASCII && $0.properties.isAlphabetic }
     }
 
     /// Swift's Regex compares characters by Unicode canonical equivalence: `caf\u{e9}` in allow-regex

@@ -36,6 +36,21 @@ final class PayloadFilterTests: XCTestCase {
         XCTAssertFalse(try verdict(Array("XYZ-0042".utf8)) { $0.allowPrefixes = ["VIS-", "EMP-"] }.isAccepted)
     }
 
+    /// A scalar that case-folds to an ASCII letter would pass `(?i)` as that letter: refused, and the
+    /// reason names it. Ordinary letters outside ASCII still match a case-insensitive pattern.
+    func testCaseFoldingLookalikesAreRefused() throws {
+        let pattern = "(?i)ticket:[a-f0-9]{8}"
+        XCTAssertTrue(try verdict(Array("TICKET:0123abcd".utf8)) { $0.allowRegex = pattern }.isAccepted)
+        for lookalike in ["tic\u{212A}et:0123abcd", "tick\u{0130}t:0123abcd", "ticke\u{0131}:0123abcd"] {
+            let v = try verdict(Array(lookalike.utf8)) { $0.allowRegex = pattern }
+            XCTAssertFalse(v.isAccepted, lookalike)
+        }
+        let kelvin = try verdict(Array("tic\u{212A}et:0123abcd".utf8)) { $0.allowRegex = pattern }
+        XCTAssertEqual(kelvin, .rejected(reason: "payload does not match allow-regex: it has U+212A, which case-insensitive matching would take for an ASCII letter"))
+        XCTAssertTrue(try verdict(Array("CAF\u{C9}-1".utf8)) { $0.allowRegex = "(?i)caf\u{e9}-[0-9]" }.isAccepted,
+                      "É folds to é, not to ASCII")
+    }
+
     func testRegexMustMatchTheWholePayload() throws {
         XCTAssertTrue(try verdict(Array("T-123456".utf8)) { $0.allowRegex = "T-[0-9]{6}" }.isAccepted)
         XCTAssertFalse(try verdict(Array("T-123456\r\nOPEN".utf8)) { $0.allowRegex = "T-[0-9]{6}" }.isAccepted)
