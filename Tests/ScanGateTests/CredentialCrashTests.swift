@@ -2,7 +2,6 @@ import Core
 @testable import Credentials
 import Foundation
 import Platform
-import Synchronization
 import XCTest
 
 /// One-time use across a crash: `scangate credential verify --stdin --one-time --replay-store PATH` (a
@@ -35,7 +34,7 @@ final class CredentialCrashTests: XCTestCase {
         let process = Process()
         let input = Pipe()
         let output = Pipe()
-        private let collected = Mutex<[UInt8]>([])
+        private let collected = PosixMutex<[UInt8]>([])
         private let finished = DispatchSemaphore(value: 0)
 
         init(_ args: [String]) throws {
