@@ -148,3 +148,12 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
                                          "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT", "Policies"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }
+
+// The ThreadSanitizer canary (Tests/Sanitizers/Canary): a deliberate race next to a lock body that the
+// sanitizer run must report, and a locked counter that must give none. Built only when
+// SCANGATE_SANITIZER_CANARY=1 (by Tests/Sanitizers/run), so ordinary builds do not compile it.
+if Context.environment["SCANGATE_SANITIZER_CANARY"] == "1" {
+    package.targets.append(
+        .executableTarget(name: "sanitizer-canary", dependencies: ["Core", "Platform"],
+                          path: "Tests/Sanitizers/Canary", swiftSettings: swiftSettings))
+}

@@ -62,8 +62,8 @@ enum BenchCommand {
         signal(SIGTERM, SIG_DFL)
         SignalHandlers.blockSignals()
         let progressLine = ProgressLine(interval: 5)
-        let partial = Mutex<BenchReport>(BenchReport())
-        let stage = Mutex<(name: String, since: MonotonicInstant)?>(nil)
+        let partial = PosixMutex<BenchReport>(BenchReport())
+        let stage = PosixMutex<(name: String, since: MonotonicInstant)?>(nil)
         let signals = SignalHandlers()
         signals.on([SIGINT, SIGTERM]) { _ in
             progressLine.finish()

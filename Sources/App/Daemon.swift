@@ -30,7 +30,7 @@ final class Daemon: @unchecked Sendable {
         var reloadRequested = false
         var terminating = false
     }
-    private let control = Mutex(Control())
+    private let control = PosixMutex(Control())
     /// `stop-timeout-ms` of the settings in force, for the signal thread (settings themselves are the main
     /// thread's: a reload replaces them).
     private let stopTimeoutMs = Atomic<Int>(3000)
@@ -297,7 +297,7 @@ final class DaemonServices: Sendable {
         var socket: StatusSocket?
         var metrics: MetricsTextfile?
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     init(logger: Logger, telemetry: DaemonTelemetry) {
         self.logger = logger
@@ -356,7 +356,7 @@ extension DaemonServices.State {
 
 /// Holds the telemetry for the MQTT output's state provider, which exists before the telemetry does.
 final class TelemetryBox: Sendable {
-    private let value = Mutex<DaemonTelemetry?>(nil)
+    private let value = PosixMutex<DaemonTelemetry?>(nil)
     func set(_ telemetry: DaemonTelemetry) { value.withLock { $0 = telemetry } }
     func fleetState() -> FleetState {
         value.withLock { $0 }?.fleetState() ?? FleetState(status: .starting, version: ScanGateCommand.version, uptimeSeconds: 0)
@@ -390,7 +390,7 @@ final class DaemonCommands: MQTTCommandHandler, @unchecked Sendable {
 /// with status 0, as a stop that systemd asked for.
 final class ShutdownDeadline: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private let state = Mutex<(armed: Bool, thread: PosixThread?)>((false, nil))
+    private let state = PosixMutex<(armed: Bool, thread: PosixThread?)>((false, nil))
 
     func arm(milliseconds: Int, logger: Logger, emergency: @escaping @Sendable () -> Void) {
         let first = state.withLock { s -> Bool in

@@ -3,7 +3,6 @@ import MQTT
 import Pipeline
 import Platform
 import Service
-import Synchronization
 
 /// What the daemon knows about itself, for `scangate status`, the MQTT state and the metrics file:
 /// counters that survive reloads (each pipeline run's are added when it ends), reads by symbology and
@@ -27,7 +26,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         /// same lock as the totals, so a reader never sees a finished run counted twice or not at all.
         var current: Pipeline?
     }
-    private let counts = Mutex(Counts())
+    private let counts = PosixMutex(Counts())
     private let started = MonotonicInstant.now()
     private let status: StatusBoard
     private let camera: String

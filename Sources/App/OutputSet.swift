@@ -2,7 +2,6 @@ import Components
 import Core
 import Platform
 import Settings
-import Synchronization
 
 /// The outputs the daemon owns: built once from the settings, held for the daemon's whole run, and
 /// closed once at exit. A reload rebuilds an output only when its own settings changed; the others keep
@@ -16,8 +15,8 @@ final class OutputSet: StatusObserver, @unchecked Sendable {
     private let components: [(component: Component, factory: OutputFactory)]
     private let context: OutputContext
     private let logger: Logger
-    private let running = Mutex<[Running]>([])
-    private let status = Mutex<DaemonStatus?>(nil)
+    private let running = PosixMutex<[Running]>([])
+    private let status = PosixMutex<DaemonStatus?>(nil)
 
     init(components: [Component], context: OutputContext) {
         self.components = components.compactMap { c in

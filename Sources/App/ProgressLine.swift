@@ -1,6 +1,5 @@
 import Core
 import Platform
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +9,7 @@ import Glibc
 final class ProgressLine: Sendable {
     private let isTTY = isatty(2) != 0
     private let interval: Double
-    private let last = Mutex<Double>(-1e9)
+    private let last = PosixMutex<Double>(-1e9)
 
     init(interval: Double = 10) { self.interval = interval }
 

@@ -1,3 +1,4 @@
+import Core
 import Platform
 import Synchronization
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ final class SignalHandlers: @unchecked Sendable {
     static let handled: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
 
     private final class State: Sendable {
-        let handlers = Mutex<[Int32: @Sendable (Int32) -> Void]>([:])
+        let handlers = PosixMutex<[Int32: @Sendable (Int32) -> Void]>([:])
         let stopping = Atomic<Bool>(false)
     }
     private let state = State()

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Platform
-import Synchronization
 
 /// Log levels with the sd-daemon priority prefixes journald understands.
 public enum LogLevel: Int, Comparable, CaseIterable, Sendable {
@@ -39,14 +38,14 @@ public final class Logger: Sendable {
         var level: LogLevel
         var lastByKey: [String: (time: UInt64, suppressed: Int)] = [:]
     }
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
     private let sink: @Sendable (String) -> Void
     /// Minimum seconds between two lines with the same rate-limit key.
     public let repeatInterval: Double
 
     public init(level: LogLevel = .info, repeatInterval: Double = 30,
                 sink: @escaping @Sendable (String) -> Void = Logger.writeToStderr) {
-        self.state = Mutex(State(level: level))
+        self.state = PosixMutex(State(level: level))
         self.sink = sink
         self.repeatInterval = repeatInterval
     }

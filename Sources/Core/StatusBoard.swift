@@ -1,5 +1,4 @@
 import Platform
-import Synchronization
 
 /// What the capture side is doing: set by the pipeline and the daemon.
 public enum CaptureState: String, Sendable, Equatable {
@@ -26,10 +25,10 @@ public final class StatusBoard: ControllerLinkObserver, @unchecked Sendable {
         var status: DaemonStatus = .starting
         var observers: [any StatusObserver] = []
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
     private let logger: Logger
     /// Serialises the observer calls so they see the changes in order.
-    private let delivery = Mutex(())
+    private let delivery = PosixMutex(())
 
     public init(logger: Logger, observers: [any StatusObserver] = []) {
         self.logger = logger

@@ -1,6 +1,5 @@
 import Core
 import Platform
-import Synchronization
 import Settings
 
 /// The signed-pass check as a ReadPolicy (credential-format): a read whose payload is a valid pass
@@ -12,7 +11,7 @@ import Settings
 /// `TokenFingerprint` gives its first characters and a hash.
 public final class CredentialPolicy: ReadPolicy, Sendable {
     public let settings: CredentialSettings
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
     private let store: ReplayStore?
     private let clock: ClockSyncCheck
     private let now: @Sendable () -> Int64
@@ -33,7 +32,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 now: @escaping @Sendable () -> Int64 = { WallClock.nowNanoseconds() / 1_000_000_000 },
                 logger: Logger) {
         self.settings = settings
-        self.state = Mutex(State(verifier: CredentialVerifier(settings: settings, keys: keys), clockSynchronised: nil))
+        self.state = PosixMutex(State(verifier: CredentialVerifier(settings: settings, keys: keys), clockSynchronised: nil))
         self.store = store
         self.clock = clock
         self.now = now

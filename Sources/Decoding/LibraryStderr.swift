@@ -4,7 +4,6 @@ import Glibc
 import CShim
 import Core
 import Platform
-import Synchronization
 
 /// libzbar reports its failed internal checks (`zassert`, compiled in by Debian) with one
 /// `fprintf(stderr, ...)` each, e.g. from the DataBar decoder on some photos:
@@ -45,7 +44,7 @@ public final class LibraryStderr: Sendable {
         var installed = false
         var reports = 0
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     private init() {}
 

@@ -1,6 +1,5 @@
 import Core
 import Platform
-import Synchronization
 import Settings
 
 /// The one door into feedback. Every source hands its requests here: the read (through
@@ -20,11 +19,11 @@ public final class FeedbackHub: FeedbackSink, ReadFeedback, StatusObserver, @unc
         var held = FeedbackCommand()
         var closed = false
     }
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
     private let logger: Logger
 
     public init(settings: FeedbackSettings, logger: Logger) {
-        self.state = Mutex(State(settings: settings))
+        self.state = PosixMutex(State(settings: settings))
         self.logger = logger
     }
 

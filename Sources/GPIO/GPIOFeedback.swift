@@ -110,7 +110,7 @@ public final class GPIOFeedback: FeedbackDevice, StatusObserver, LineHolder {
 /// The feedback thread's lines, reachable from the thread that ends the process when shutdown runs out of
 /// time (`FeedbackLines.forceInactive` is the one call made from there; the implementation locks).
 final class SharedLines: @unchecked Sendable {
-    private let lock = Mutex(())
+    private let lock = PosixMutex(())
     private var lines: FeedbackLines?
 
     func set(_ value: FeedbackLines) { lock.withLock { _ in lines = value } }
@@ -129,7 +129,7 @@ final class FeedbackMailbox: Sendable {
     }
 
     static let maximumQueued = 32
-    let inbox = Mutex(Inbox())
+    let inbox = PosixMutex(Inbox())
     let wake = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
     private let finishedOnce = Atomic<Bool>(false)

@@ -1,5 +1,4 @@
 import Core
-import Synchronization
 import Platform
 import Settings
 
@@ -10,7 +9,7 @@ import Settings
 /// Owned by the feedback thread; the one exception is `forceInactive`, which the daemon may call from its
 /// signal thread when shutdown runs out of time, so every operation holds a lock.
 public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
-    private let lock = Mutex(())
+    private let lock = PosixMutex(())
     private let settings: GPIOSettings
     private let calls: GpiodCalls
     private let logger: Logger

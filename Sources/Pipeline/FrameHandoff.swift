@@ -1,6 +1,5 @@
 import Core
 import Dispatch
-import Synchronization
 
 /// Hands frames from the capture thread to the one serial decode queue.
 /// - live sources: the newest frame wins. A frame still waiting when a newer one arrives is replaced,
@@ -18,7 +17,7 @@ public final class FrameHandoff: Sendable {
         var dropped: UInt64 = 0
         var handedOff: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
     /// Fast mode: free places (one decoding + one waiting).
     private let places = DispatchSemaphore(value: 2)
 

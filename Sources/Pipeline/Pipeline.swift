@@ -48,7 +48,7 @@ public final class Pipeline: @unchecked Sendable {
     private let options: Options
     private let stopToken = StopToken()
     private let pausedFlag = Atomic<Bool>(false)
-    private let capture = Mutex<CaptureState>(.starting)
+    private let capture = PosixMutex<CaptureState>(.starting)
     /// Called on the decode queue after each decoded frame (watchdog progress, bench).
     private let onFrameDecoded: (@Sendable (Frame, Double) -> Void)?
     /// Called once when the source first delivers a frame (READY=1).
@@ -109,7 +109,7 @@ public final class Pipeline: @unchecked Sendable {
     /// Runs the capture loop on a dedicated capture thread, waits for it, and lets the decode queue
     /// finish the frames handed to it. The outputs stay open: they belong to the daemon.
     public func run() -> Outcome {
-        let result = Mutex<Outcome>(.finished)
+        let result = PosixMutex<Outcome>(.finished)
         do {
             let thread = try PosixThread(name: "scangate-capture") { [self] in
                 let outcome = captureLoop()

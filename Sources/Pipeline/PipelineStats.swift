@@ -1,4 +1,4 @@
-import Synchronization
+import Core
 
 /// Counters of one pipeline run, readable from any thread (status, bench, watchdog).
 public final class PipelineStats: Sendable {
@@ -11,7 +11,7 @@ public final class PipelineStats: Sendable {
         var decodeNanoseconds: UInt64 = 0
         var stages = StageTimes()
     }
-    private let counts = Mutex(Counts())
+    private let counts = PosixMutex(Counts())
 
     public init() {}
 

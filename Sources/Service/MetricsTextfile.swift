@@ -182,7 +182,7 @@ public final class MetricsTextfile: Sendable {
     public let intervalSeconds: Double
     private let writer: Writer
     private let stop = DispatchSemaphore(value: 0)
-    private let thread: Mutex<PosixThread?>
+    private let thread: PosixMutex<PosixThread?>
     private let closed = Atomic<Bool>(false)
 
     public static let defaultPath = "/var/lib/prometheus/node-exporter/scangate.prom"
@@ -194,7 +194,7 @@ public final class MetricsTextfile: Sendable {
         let logger: Logger
         let writes = Atomic<UInt64>(0)
         /// One write at a time (the thread, close, and the stop deadline's last word share the temporary name).
-        private let writing = Mutex<MetricsSnapshot?>(nil)
+        private let writing = PosixMutex<MetricsSnapshot?>(nil)
 
         init(path: String, provider: @escaping @Sendable () -> MetricsSnapshot, logger: Logger) {
             self.path = path
@@ -285,7 +285,7 @@ public final class MetricsTextfile: Sendable {
                 provider: @escaping @Sendable () -> MetricsSnapshot, logger: Logger) throws(SystemError) {
         self.path = path
         self.intervalSeconds = max(0.05, intervalSeconds)
-        self.thread = Mutex(nil)
+        self.thread = PosixMutex(nil)
         guard path.hasSuffix(".prom") else {
             throw SystemError("metrics-textfile (the name must end in .prom for the collector)", path, .invalidArgument)
         }

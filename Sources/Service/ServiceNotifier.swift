@@ -1,7 +1,6 @@
 import Core
 import Dispatch
 import Platform
-import Synchronization
 
 /// Tells systemd what the daemon is doing (sd_notify): READY=1 once the camera streams, STATUS= lines
 /// for scanning / camera lost / paused, RELOADING=1 around a config reload, WATCHDOG=1 pings (sent by
@@ -21,7 +20,7 @@ public final class ServiceNotifier: StatusObserver {
         var lastStatus: DaemonStatus?
         var closed = false
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     public init(calls: any SystemdCalls = LibSystemd(), logger: Logger) {
         self.calls = calls

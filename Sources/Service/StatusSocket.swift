@@ -27,7 +27,7 @@ public final class StatusSocket: Sendable {
     private let fd: Int32
     private let inode: UInt64
     private let wake: (read: Int32, write: Int32)
-    private let thread: Mutex<PosixThread?>
+    private let thread: PosixMutex<PosixThread?>
     private let closed = Atomic<Bool>(false)
     private let served = Counter()
 
@@ -101,7 +101,7 @@ public final class StatusSocket: Sendable {
         inode = UInt64(info.st_ino)
         self.fd = fd
         self.wake = (fds[0], fds[1])
-        self.thread = Mutex(nil)
+        self.thread = PosixMutex(nil)
         let listenFD = fd, wakeFD = fds[0], served = self.served
         let t = try PosixThread(name: "status-socket") {
             StatusSocket.serve(listenFD: listenFD, wakeFD: wakeFD, provider: provider, served: served, logger: logger, path: path)

@@ -28,7 +28,7 @@ public final class Watchdog: StatusObserver, @unchecked Sendable {
     }
     /// Signalled by `close()` to end the timer loop.
     private let stop = DispatchSemaphore(value: 0)
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     /// A running watchdog when systemd asked for one (WATCHDOG_USEC for this process), else nil.
     public static func make(notifier: ServiceNotifier, calls: any SystemdCalls = LibSystemd(),

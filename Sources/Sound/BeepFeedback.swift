@@ -1,7 +1,6 @@
 import Core
 import Dispatch
 import Platform
-import Synchronization
 import Settings
 
 /// The ALSA beep as a feedback device: grant plays the good pattern, deny the error pattern, the read
@@ -16,7 +15,7 @@ public final class BeepFeedback: FeedbackDevice {
     private let logger: Logger
     private let mailbox = BeepMailbox()
     private let finished = DispatchSemaphore(value: 0)
-    private let closed = Mutex(false)
+    private let closed = PosixMutex(false)
     private let thread: PosixThread?
 
     /// The device for `scangate run`: nil when `--beep` was not given.

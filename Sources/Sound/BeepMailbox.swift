@@ -1,6 +1,6 @@
+import Core
 import Dispatch
 import Platform
-import Synchronization
 
 /// The hand-over between the callers (the decode queue, a controller's thread; they must never wait)
 /// and the playback thread: at most one pending program (a newer one replaces it: no backlog), a
@@ -20,7 +20,7 @@ final class BeepMailbox: Sendable {
         var idleWaiters: [DispatchSemaphore] = []
     }
 
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
     private let wake = DispatchSemaphore(value: 0)
 
     /// Replaces any pending program with `program`. Never blocks.

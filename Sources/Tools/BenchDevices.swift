@@ -13,7 +13,7 @@ import Glibc
 /// gpiod_line_set_value call. (The real driver is exercised by the hardware-in-the-loop suite.)
 final class TimedGpiod: GpiodCalls {
     struct Set { var at: MonotonicInstant; var offset: Int; var value: Int32 }
-    private let sets = Mutex<[Set]>([])
+    private let sets = PosixMutex<[Set]>([])
     private let chip = GpiodChipHandle(address: 1)
 
     var recorded: [Set] { sets.withLock { $0 } }
@@ -54,7 +54,7 @@ final class TimedSerialPeer: @unchecked Sendable {
     private let controller: Int32
     private let device: Int32
     private final class Recorder: Sendable {
-        let arrivals = Mutex<[MonotonicInstant]>([])
+        let arrivals = PosixMutex<[MonotonicInstant]>([])
         let stop = Atomic<Bool>(false)
     }
     private let recorder = Recorder()

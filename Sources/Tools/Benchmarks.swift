@@ -8,7 +8,6 @@ import Pipeline
 import GPIO
 import Platform
 import Serial
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 import Settings
@@ -259,7 +258,7 @@ public struct Benchmarks {
 /// Collects event frame numbers (first-frame check).
 final class CollectingSink: ReportOutput, @unchecked Sendable {
     let name = "collect"
-    private let lock = Mutex<[UInt64]>([])
+    private let lock = PosixMutex<[UInt64]>([])
     func report(_ event: ReadEvent) { lock.withLock { $0.append(event.frame) } }
     func close(deadline: MonotonicInstant) {}
     var frames: [UInt64] { lock.withLock { $0 } }
@@ -270,7 +269,7 @@ final class LatencyProbe: ReportOutput, @unchecked Sendable {
     struct Event { var dequeuedAt: MonotonicInstant; var decodeMs: Double }
     let name = "latency-probe"
     private let decodeTimes: DecodeTimes
-    private let lock = Mutex<[Event]>([])
+    private let lock = PosixMutex<[Event]>([])
     init(decodeTimes: DecodeTimes) { self.decodeTimes = decodeTimes }
     func report(_ event: ReadEvent) {
         let decode = decodeTimes.take(event.frame) ?? 0
@@ -282,7 +281,7 @@ final class LatencyProbe: ReportOutput, @unchecked Sendable {
 
 /// Decode time of each frame, written on the decode queue and read by the probe.
 final class DecodeTimes: Sendable {
-    private let times = Mutex<[UInt64: Double]>([:])
+    private let times = PosixMutex<[UInt64: Double]>([:])
     func record(_ frame: UInt64, _ ms: Double) { times.withLock { $0[frame] = ms } }
     func take(_ frame: UInt64) -> Double? { times.withLock { $0.removeValue(forKey: frame) } }
 }

@@ -1,6 +1,5 @@
 import Core
 import Platform
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -119,7 +118,7 @@ public struct DaemonProcess {
 }
 
 final class LineCounter: Sendable {
-    private let state = Mutex<(Int, [String])>((0, []))
+    private let state = PosixMutex<(Int, [String])>((0, []))
     func add(line: String?) {
         state.withLock { s in
             s.0 += 1

@@ -1,10 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Core
 import Foundation
 import Images
 import Platform
-import Synchronization
 import XCTest
 
 /// The hostile files of issue 16, given to the built `scangate` as a user would: each is refused at once
@@ -34,7 +34,7 @@ final class BoundedInputCommandTests: XCTestCase {
         let process = Process()
         private let exited = DispatchSemaphore(value: 0)
         private final class Collected: Sendable {
-            let data = Mutex<(Data, Data)>((Data(), Data()))
+            let data = PosixMutex<(Data, Data)>((Data(), Data()))
         }
         private let collected = Collected()
         private let readers = DispatchGroup()

@@ -4,7 +4,6 @@ import Glibc
 import CV4L2
 import Core
 import Platform
-import Synchronization
 import XCTest
 @testable import Camera
 
@@ -327,7 +326,7 @@ private func setCString<T>(_ field: inout T, _ text: String) {
 
 /// Collects log lines for assertions.
 final class CameraLogLines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
     var all: [String] { lines.withLock { $0 } }
     func logger() -> Logger { Logger(level: .debug, sink: { [self] line in lines.withLock { $0.append(line) } }) }
 }

@@ -2,7 +2,6 @@ import Core
 @testable import Credentials
 import Foundation
 import Platform
-import Synchronization
 import XCTest
 
 /// One-time use across a crash: `scangate credential verify --stdin --one-time --replay-store PATH` (a
@@ -36,8 +35,8 @@ final class CredentialCrashTests: XCTestCase {
         let input = Pipe()
         let output = Pipe()
         let errors = Pipe()
-        private let collected = Mutex<[UInt8]>([])
-        private let collectedErrors = Mutex<[UInt8]>([])
+        private let collected = PosixMutex<[UInt8]>([])
+        private let collectedErrors = PosixMutex<[UInt8]>([])
         private let finished = DispatchSemaphore(value: 0)
 
         /// `environment` is added to this process's (SCANGATE_FAULT for a parked kill).

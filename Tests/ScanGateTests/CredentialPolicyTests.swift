@@ -1,7 +1,6 @@
 import Core
 @testable import Credentials
 import Foundation
-import Synchronization
 import XCTest
 import Settings
 import Service
@@ -83,7 +82,7 @@ final class CredentialPolicyTests: XCTestCase {
     }
 
     func testUnsynchronisedClockRefusesEveryPassAndIsLoggedOncePerChange() throws {
-        let synced = Mutex(false)
+        let synced = PosixMutex(false)
         let clock: ClockSyncCheck = { ClockSyncStatus(synchronised: synced.withLock { $0 }, detail: "injected") }
         let policy = policy(clock: clock)
         let token = try pass(oneTime: false)

@@ -7,7 +7,6 @@ import Foundation
 import Images
 import Platform
 import Settings
-import Synchronization
 import XCTest
 
 /// Signed passes through `scangate run`, the binary as a site runs it: passes issued by PyJWT and by
@@ -290,7 +289,7 @@ final class RunningScangate: @unchecked Sendable {
     let stdoutPath: String
     let stderrPath: String
     private let done = DispatchSemaphore(value: 0)
-    private let status = Mutex<Int32?>(nil)
+    private let status = PosixMutex<Int32?>(nil)
 
     init(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws {
         let tag = UUID().uuidString.prefix(8)

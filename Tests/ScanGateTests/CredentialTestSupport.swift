@@ -2,7 +2,6 @@ import Core
 @testable import Credentials
 import Foundation
 import Platform
-import Synchronization
 import XCTest
 import Settings
 
@@ -64,7 +63,7 @@ enum CredentialFixtures {
 
 /// Collects a Logger's lines.
 final class LogCapture: Sendable {
-    private let stored = Mutex<[String]>([])
+    private let stored = PosixMutex<[String]>([])
     var lines: [String] { stored.withLock { $0 } }
     var logger: Logger { Logger(level: .debug) { line in self.stored.withLock { $0.append(line) } } }
     func clear() { stored.withLock { $0.removeAll() } }

@@ -1,16 +1,16 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Core
 import Foundation
-import Synchronization
 import XCTest
 
 /// `scangate run` under a real NOTIFY_SOCKET, driven by signals as systemd and an operator drive it.
 final class DaemonSignalTests: XCTestCase {
     /// Collects a child's output lines as they come.
     final class Lines: @unchecked Sendable {
-        private let lines = Mutex<[String]>([])
-        private let partial = Mutex<[UInt8]>([])
+        private let lines = PosixMutex<[String]>([])
+        private let partial = PosixMutex<[UInt8]>([])
         /// Signalled once at end of file: every line the child wrote has been collected.
         let ended = DispatchSemaphore(value: 0)
         func attach(_ handle: FileHandle) {

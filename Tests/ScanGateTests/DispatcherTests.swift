@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 import XCTest
 import Core
 import Feedback
@@ -15,7 +14,7 @@ import Stdout
 final class ScriptedDoor: DoorOutput, @unchecked Sendable {
     let name: String
     private let refuse: @Sendable (ReadEvent) -> String?
-    private let offered = Mutex<[ReadEvent]>([])
+    private let offered = PosixMutex<[ReadEvent]>([])
     init(_ name: String, refuse: @escaping @Sendable (ReadEvent) -> String? = { _ in nil }) {
         self.name = name
         self.refuse = refuse
@@ -31,7 +30,7 @@ final class ScriptedDoor: DoorOutput, @unchecked Sendable {
 /// A feedback device that records the requests it is asked to play.
 final class RecordingFeedbackDevice: FeedbackDevice, @unchecked Sendable {
     let name = "recording"
-    private let played = Mutex<[FeedbackRequest]>([])
+    private let played = PosixMutex<[FeedbackRequest]>([])
     func play(_ request: FeedbackRequest) { played.withLock { $0.append(request) } }
     func waitUntilIdle(deadline: MonotonicInstant) -> Bool { true }
     func close(deadline: MonotonicInstant) {}
@@ -175,7 +174,7 @@ final class DispatcherTests: XCTestCase {
         XCTAssertTrue(log.all.contains { $0.contains("not written at exit: stdout is not being read") }, "\(log.all)")
 
         // The reader comes back: what waited is written whole, then the writer ends.
-        let collected = Mutex<[UInt8]>([])
+        let collected = PosixMutex<[UInt8]>([])
         let readerDone = DispatchSemaphore(value: 0)
         let readEnd = fds[0]
         DispatchQueue.global().async {

@@ -45,7 +45,7 @@ final class UnpluggableSource: FrameSource, @unchecked Sendable {
 
 /// Lines of a Logger, for asserting what was logged.
 final class LogLines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
     var logger: Logger { Logger(level: .debug, repeatInterval: 30) { [self] line in lines.withLock { $0.append(line) } } }
     var all: [String] { lines.withLock { $0 } }
 }

@@ -3,7 +3,6 @@ import Core
 import Foundation
 import Core
 import Platform
-import Synchronization
 import XCTest
 import Settings
 import Components
@@ -356,7 +355,7 @@ final class FleetMQTTOutputTests: XCTestCase {
 
 /// A camera component whose health a test changes.
 final class CameraState: Sendable {
-    private let state = Mutex(ComponentHealth(name: "camera", state: .ok, detail: "sim"))
+    private let state = PosixMutex(ComponentHealth(name: "camera", state: .ok, detail: "sim"))
     var health: ComponentHealth { state.withLock { $0 } }
     func fail(_ error: String) {
         state.withLock {

@@ -9,7 +9,7 @@ import XCTest
 final class FleetReconnectTests: XCTestCase {
     /// The next-attempt values an output's link shows, in order, one per wait (sampled until `stop`).
     final class BackoffRecorder: Sendable {
-        private let seen = Mutex<(values: [Int], last: Int?)>(([], nil))
+        private let seen = PosixMutex<(values: [Int], last: Int?)>(([], nil))
         private let running = Atomic<Bool>(true)
         private let done = DispatchSemaphore(value: 0)
 

@@ -3,7 +3,6 @@ import MQTT
 import Foundation
 import Core
 import Platform
-import Synchronization
 import XCTest
 import Settings
 
@@ -150,14 +149,13 @@ final class MQTTTestSubscriber {
     }
 
     private let process = Process()
-    /// Lines read from a child's stdout, behind a Mutex (used directly, so its withLock bodies are what the
-    /// ThreadSanitizer suppression for Mutex recognises).
+    /// Lines read from a child's stdout, behind a PosixMutex.
     final class Lines: Sendable {
         struct State {
             var lines: [Message] = []
             var partial: [UInt8] = []
         }
-        let state = Mutex(State())
+        let state = PosixMutex(State())
     }
     private let collected = Lines()
     let readyTopic = "scangate-test/ready/\(UUID().uuidString)"
@@ -248,7 +246,7 @@ func mosquittoPub(port: Int, topic: String, message: String, retain: Bool = fals
 
 /// Log lines kept for assertions.
 final class RecordingLog: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
     var all: [String] { lines.withLock { $0 } }
     func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
     var logger: Logger {
@@ -258,7 +256,7 @@ final class RecordingLog: Sendable {
 
 /// A ControllerLinkObserver that records each change.
 final class RecordingLinkObserver: ControllerLinkObserver {
-    private let changes = Mutex<[(String, Bool)]>([])
+    private let changes = PosixMutex<[(String, Bool)]>([])
     var seen: [(output: String, online: Bool)] { changes.withLock { $0.map { ($0.0, $0.1) } } }
     func controllerLink(_ output: String, online: Bool, detail: String) { changes.withLock { $0.append((output, online)) } }
 }
@@ -273,10 +271,10 @@ final class TestClock: Sendable {
         var synchronized: Bool
         var bootID: BootID?
     }
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
 
     init(wall: Int64 = 1_800_000_000 * 1_000_000_000, boot: UInt64 = 1_000 * 1_000_000_000, synchronized: Bool = true) {
-        state = Mutex(State(wall: wall, boot: boot, synchronized: synchronized, bootID: TestClock.newBootID()))
+        state = PosixMutex(State(wall: wall, boot: boot, synchronized: synchronized, bootID: TestClock.newBootID()))
     }
 
     static func newBootID() -> BootID? { BootID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) }) }
@@ -316,7 +314,7 @@ final class TestClock: Sendable {
 
 /// A FeedbackSink that records what it was asked to play.
 final class RecordingFeedbackSink: FeedbackSink {
-    private let played = Mutex<[(FeedbackRequest, String)]>([])
+    private let played = PosixMutex<[(FeedbackRequest, String)]>([])
     var requests: [FeedbackRequest] { played.withLock { $0.map(\.0) } }
     var origins: [String] { played.withLock { $0.map(\.1) } }
     func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
@@ -325,9 +323,9 @@ final class RecordingFeedbackSink: FeedbackSink {
 /// A command handler that records pause/resume/reload, keeps a daemon status as the daemon would
 /// (pause -> paused, resume -> scanning) and tells the status observer, and answers done.
 final class RecordingCommandHandler: MQTTCommandHandler {
-    private let commands = Mutex<[MQTTDaemonCommand]>([])
-    private let current = Mutex<DaemonStatus>(.scanning)
-    private let observer = Mutex<(any StatusObserver)?>(nil)
+    private let commands = PosixMutex<[MQTTDaemonCommand]>([])
+    private let current = PosixMutex<DaemonStatus>(.scanning)
+    private let observer = PosixMutex<(any StatusObserver)?>(nil)
     var performed: [MQTTDaemonCommand] { commands.withLock { $0 } }
     var status: DaemonStatus { current.withLock { $0 } }
     func observe(_ o: any StatusObserver) { observer.withLock { $0 = o } }

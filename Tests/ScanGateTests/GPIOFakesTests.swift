@@ -7,7 +7,6 @@ import Glibc
 import Core
 import GPIO
 import Platform
-import Synchronization
 import Settings
 
 /// A fake of the gpiod calls seam. Models what the tests check: chips found by path/name/label, lines
@@ -56,9 +55,9 @@ final class FakeGpiod: GpiodCalls {
         var releases: [(chip: String, offset: Int)] = []
     }
 
-    let state: Mutex<State>
+    let state: PosixMutex<State>
 
-    init(chips: [Chip]) { state = Mutex(State(chips: chips)) }
+    init(chips: [Chip]) { state = PosixMutex(State(chips: chips)) }
 
     /// A Pi 5 style header chip (54 lines GPIO0…GPIO53) plus a small second chip.
     static func pi5() -> FakeGpiod {
@@ -254,7 +253,7 @@ final class FakeGpiod: GpiodCalls {
 /// A clock that moves only when the test says so. Starts at 1000 s so ms offsets are easy to read.
 final class FakeClock: FeedbackClock {
     static let origin: UInt64 = 1_000_000_000_000
-    private let nanos = Mutex<UInt64>(FakeClock.origin)
+    private let nanos = PosixMutex<UInt64>(FakeClock.origin)
 
     func now() -> MonotonicInstant { MonotonicInstant(nanoseconds: nanos.withLock { $0 }) }
 
@@ -277,13 +276,13 @@ final class RecordingLines: FeedbackLines, Sendable {
     }
 
     private let clock: FeedbackClock
-    private let state = Mutex<(changes: [Change], closed: Int)>(([], 0))
+    private let state = PosixMutex<(changes: [Change], closed: Int)>(([], 0))
     /// Blocks every `set` until opened (to prove the decode path never waits for the lines).
-    let gate: Mutex<Bool>
+    let gate: PosixMutex<Bool>
 
     init(clock: FeedbackClock, blocked: Bool = false) {
         self.clock = clock
-        self.gate = Mutex(blocked)
+        self.gate = PosixMutex(blocked)
     }
 
     var changes: [Change] { state.withLock { $0.changes } }
@@ -303,7 +302,7 @@ final class RecordingLines: FeedbackLines, Sendable {
 
 /// Collects log lines.
 final class GPIOLogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
     var all: [String] { lines.withLock { $0 } }
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     func logger(level: LogLevel = .debug) -> Logger {

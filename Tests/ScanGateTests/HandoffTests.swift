@@ -3,7 +3,6 @@ import Core
 import Dispatch
 import Pipeline
 import Platform
-import Synchronization
 
 final class HandoffTests: XCTestCase {
     func frame(_ n: UInt64) -> Frame {
@@ -15,7 +14,7 @@ final class HandoffTests: XCTestCase {
     func testLiveHandoffReplacesStaleFramesAndCountsThem() {
         let gate = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
-        let processed = Mutex<[UInt64]>([])
+        let processed = PosixMutex<[UInt64]>([])
         let handoff = FrameHandoff(live: true) { f in
             if f.sequence == 0 { started.signal(); gate.wait() }
             processed.withLock { $0.append(f.sequence) }
@@ -31,7 +30,7 @@ final class HandoffTests: XCTestCase {
 
     /// --fast: the capture side waits, nothing is dropped, order is kept.
     func testFastHandoffDropsNothing() {
-        let processed = Mutex<[UInt64]>([])
+        let processed = PosixMutex<[UInt64]>([])
         let handoff = FrameHandoff(live: false) { f in
             if f.sequence % 7 == 0 { sleepThread(milliseconds: 1) }   // an uneven decoder, not a sync point
             processed.withLock { $0.append(f.sequence) }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Core
 import Foundation
 import Synchronization
 import XCTest
@@ -66,7 +67,7 @@ final class HostilePayloadTests: XCTestCase {
         defer { if replayed { unlink(dir + "/hostile.y4m") } }
         let pty = try PseudoTerminal()
         let finished = Atomic<Bool>(false)
-        let box = Mutex<ScangateProcess.Result?>(nil)
+        let box = PosixMutex<ScangateProcess.Result?>(nil)
         let done = DispatchSemaphore(value: 0)
         let args = ["run", "--camera", camera, "--fast", "--serial", pty.name, "--log-level", "info"] + extra
         DispatchQueue.global().async {

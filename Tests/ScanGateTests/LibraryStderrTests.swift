@@ -5,7 +5,6 @@ import CShim
 import Core
 @testable import Decoding
 import Images
-import Synchronization
 import XCTest
 import Tools
 
@@ -62,7 +61,7 @@ final class LibraryStderrTests: XCTestCase {
         settings.symbologies = Set(Symbology.allCases)
         let decoder = try ImageDecoder(settings: settings)
         XCTAssertTrue(LibraryStderr.shared.isInstalled)
-        let lines = Mutex<[String]>([])
+        let lines = PosixMutex<[String]>([])
         let logger = Logger(level: .debug, repeatInterval: 3600, sink: { line in lines.withLock { $0.append(line) } })
         LibraryStderr.shared.route(to: logger)
         defer { LibraryStderr.shared.route(to: Logger(level: .info)) }
@@ -85,7 +84,7 @@ final class LibraryStderrTests: XCTestCase {
         XCTAssertFalse(line.contains("\\x09"), line)
 
         // At info level (the daemon's default) nothing is written at all.
-        let quiet = Mutex<[String]>([])
+        let quiet = PosixMutex<[String]>([])
         LibraryStderr.shared.route(to: Logger(level: .info, sink: { line in quiet.withLock { $0.append(line) } }))
         let (fd2Again, _) = try capturingDescriptor2 { decoder.decode(width: image.width, height: image.height, luma: image.pixels) }
         XCTAssertEqual(fd2Again, "")

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
 import XCTest
 @testable import Core
 @testable import OSDP
@@ -260,7 +259,7 @@ final class OSDPInteropTests: XCTestCase {
 // RecordingFeedback comes from SerialRepliesTests.swift.
 
 final class RecordingLink: ControllerLinkObserver {
-    private let seen = Mutex<[(online: Bool, detail: String)]>([])
+    private let seen = PosixMutex<[(online: Bool, detail: String)]>([])
     func controllerLink(_ output: String, online: Bool, detail: String) { seen.withLock { $0.append((online, detail)) } }
     var changes: [(online: Bool, detail: String)] { seen.withLock { $0 } }
 }

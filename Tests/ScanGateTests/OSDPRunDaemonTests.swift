@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
-import Synchronization
 import XCTest
 @testable import App
 import Catalog
@@ -81,7 +80,7 @@ final class OSDPRunDaemonTests: XCTestCase {
             """))
         let daemon = Daemon(configPath: conf, flags: [], settings: settings,
                             seams: DeviceSeams(gpiod: gpiod, alsa: alsa))
-        let exit = Mutex<Int32?>(nil)
+        let exit = PosixMutex<Int32?>(nil)
         let ended = DispatchSemaphore(value: 0)
         let thread = Thread {
             let status = daemon.run()

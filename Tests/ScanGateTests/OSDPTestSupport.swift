@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import XCTest
 @testable import Core
 @testable import OSDP
@@ -28,7 +27,7 @@ final class OSDPLogLines: Sendable {
     let logger: Logger
 
     init() {
-        // Shared with the logger's sink through a box (Mutex is not copyable).
+        // Shared with the logger's sink through a box (one PosixMutex, referenced by both).
         let box = OSDPLineBox()
         self.logger = Logger(level: .debug, repeatInterval: 0) { line in box.append(line) }
         self.box = box
@@ -40,7 +39,7 @@ final class OSDPLogLines: Sendable {
 }
 
 final class OSDPLineBox: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
     func append(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }

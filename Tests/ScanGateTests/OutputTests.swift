@@ -3,7 +3,6 @@ import Core
 import Stdout
 import Platform
 import FoundationEssentials
-import Synchronization
 import Settings
 
 final class OutputTests: XCTestCase {
@@ -95,7 +94,7 @@ final class LoggerEscapingTests: XCTestCase {
     /// A payload is escaped once (control bytes as \xNN, a backslash doubled), and the log line keeps
     /// that as it is; a control byte that reaches log() unescaped is still escaped there.
     func testPayloadEscapedOnceAndControlsNeverReachTheLog() {
-        let lines = Mutex<[String]>([])
+        let lines = PosixMutex<[String]>([])
         let logger = Logger(level: .info) { line in lines.withLock { $0.append(line) } }
         let payload = Logger.escape(bytes: Array("A\r\n\u{1B}[2J\\B".utf8))
         XCTAssertEqual(payload, "A\\x0D\\x0A\\x1B[2J\\\\B")

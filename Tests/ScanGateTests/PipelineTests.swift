@@ -4,7 +4,6 @@ import Debounce
 import Decoding
 import Pipeline
 import Platform
-import Synchronization
 import Settings
 
 /// A scripted in-memory source: frame i shows `codes(i)`; optional failures at given frames.
@@ -64,7 +63,7 @@ final class ScriptedDecoder: Decoder {
 /// A report output that records what it is given, and the daemon's status.
 final class RecordingSink: ReportOutput, StatusObserver, @unchecked Sendable {
     let name = "recording"
-    private let lock = Mutex<([ReadEvent], [DaemonStatus], Bool)>(([], [], false))
+    private let lock = PosixMutex<([ReadEvent], [DaemonStatus], Bool)>(([], [], false))
     func report(_ event: ReadEvent) { lock.withLock { $0.0.append(event) } }
     func statusChanged(_ status: DaemonStatus) { lock.withLock { $0.1.append(status) } }
     func close(deadline: MonotonicInstant) { lock.withLock { $0.2 = true } }

@@ -45,7 +45,7 @@ final class ReloadTests: XCTestCase {
         let first = Pipeline(source: camera, decoder: decoder, debouncer: Debouncer(settings: DebounceSettings()),
                              dispatcher: ReadDispatcher(reports: [sink]), status: status, logger: logger)
         let firstDone = DispatchSemaphore(value: 0)
-        let firstOutcome = Mutex<Pipeline.Outcome?>(nil)
+        let firstOutcome = PosixMutex<Pipeline.Outcome?>(nil)
         DispatchQueue.global().async {
             let o = first.run()
             firstOutcome.withLock { $0 = o }
@@ -132,7 +132,7 @@ final class DaemonUnderTest: @unchecked Sendable {
     private let out = DaemonSignalTests.Lines()
     private let err = DaemonSignalTests.Lines()
     private let done = DispatchSemaphore(value: 0)
-    private let finished = Mutex<Int32?>(nil)
+    private let finished = PosixMutex<Int32?>(nil)
 
     init(_ arguments: [String], environment: [String: String]? = nil) throws {
         process.executableURL = URL(fileURLWithPath: ScangateProcess.binary)

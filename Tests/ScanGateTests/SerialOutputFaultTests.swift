@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Platform
-import Synchronization
 import XCTest
 @testable import Core
 @testable import Serial
@@ -11,7 +10,7 @@ import Settings
 
 /// A clock the test moves; the fake serial calls move it while they "wait".
 final class SerialFakeClock: Sendable {
-    private let nanoseconds = Mutex<UInt64>(10_000_000_000_000)
+    private let nanoseconds = PosixMutex<UInt64>(10_000_000_000_000)
     func now() -> MonotonicInstant { MonotonicInstant(nanoseconds: nanoseconds.withLock { $0 }) }
     func advance(milliseconds: Double) { nanoseconds.withLock { $0 += UInt64(milliseconds * 1e6) } }
 }
@@ -39,7 +38,7 @@ final class FakeSerialSystem: SerialSystemCalls {
         var nextFd: Int32 = 100
     }
 
-    let state = Mutex(State())
+    let state = PosixMutex(State())
     let clock: SerialFakeClock?
 
     init(clock: SerialFakeClock? = nil) { self.clock = clock }

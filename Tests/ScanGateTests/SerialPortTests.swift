@@ -3,7 +3,6 @@ import Glibc
 #endif
 import CShim
 import Platform
-import Synchronization
 import XCTest
 @testable import Core
 @testable import Serial
@@ -94,7 +93,7 @@ final class PseudoTerminal {
 
 /// Collects log lines; waits for one with a deadline.
 final class SerialLogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
 
     var logger: Logger { Logger(level: .debug, repeatInterval: 0, sink: { line in self.append(line) }) }
 
@@ -241,7 +240,7 @@ final class SerialPortTests: XCTestCase {
 /// The real calls, recording the open flags.
 final class OpenFlagsSpy: SerialSystemCalls {
     let real = GlibcSerialSystemCalls()
-    private let recorded = Mutex<[Int32]>([])
+    private let recorded = PosixMutex<[Int32]>([])
     var flags: [Int32] { recorded.withLock { $0 } }
 
     func open(_ path: String, flags f: Int32) -> Result<Int32, Errno> {

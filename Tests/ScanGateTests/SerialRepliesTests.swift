@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 import XCTest
 import Core
 import Platform
@@ -10,7 +9,7 @@ import Settings
 
 /// Feedback requests as a feedback sink receives them, with a wait for the next one.
 final class RecordingFeedback: FeedbackSink, @unchecked Sendable {
-    private let played = Mutex<[(FeedbackRequest, String)]>([])
+    private let played = PosixMutex<[(FeedbackRequest, String)]>([])
     func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
     var requests: [FeedbackRequest] { played.withLock { $0.map(\.0) } }
     var origins: [String] { played.withLock { $0.map(\.1) } }

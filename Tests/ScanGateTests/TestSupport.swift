@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import XCTest
 import Core
 
@@ -80,7 +79,7 @@ struct ScangateProcess {
             }
         }
         // Read both pipes while the process runs so a full pipe cannot block it.
-        let collected = Mutex<(Data, Data)>((Data(), Data()))
+        let collected = PosixMutex<(Data, Data)>((Data(), Data()))
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) {
             let d = out.fileHandleForReading.readDataToEndOfFile()

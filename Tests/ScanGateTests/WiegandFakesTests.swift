@@ -8,7 +8,6 @@ import Glibc
 import Core
 import GPIO
 import Platform
-import Synchronization
 import Wiegand
 
 final class WiegandFakeGpiod: GpiodBulkCalls {
@@ -54,14 +53,14 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
         var delayMs: Double = 0
     }
 
-    let state: Mutex<State>
+    let state: PosixMutex<State>
     static let label = "scangate-sim"
 
     /// 32 lines, GPIO0...GPIO31 (line 31 unnamed).
     init() {
         var names: [String?] = (0..<32).map { "GPIO\($0)" }
         names[31] = nil
-        state = Mutex(State(lineNames: names))
+        state = PosixMutex(State(lineNames: names))
     }
 
     // MARK: test controls
@@ -336,7 +335,7 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
 
 /// Records what feedback was asked for, in order.
 final class WiegandFeedbackRecorder: FeedbackSink {
-    private let played = Mutex<[(FeedbackRequest, String)]>([])
+    private let played = PosixMutex<[(FeedbackRequest, String)]>([])
     func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
     var requests: [FeedbackRequest] { played.withLock { $0.map(\.0) } }
     var origins: [String] { played.withLock { $0.map(\.1) } }
@@ -344,7 +343,7 @@ final class WiegandFeedbackRecorder: FeedbackSink {
 
 /// Collects log lines.
 final class WiegandLogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PosixMutex<[String]>([])
     var all: [String] { lines.withLock { $0 } }
     func logger(level: LogLevel = .debug) -> Logger {
         Logger(level: level, repeatInterval: 30) { [self] line in self.lines.withLock { $0.append(line) } }

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Core
 import Platform
-import Synchronization
 import Settings
 
 /// What identifies one pass for one-time use: 16 bytes of SHA-256 over the format, the issuer and the
@@ -102,7 +102,7 @@ public struct ReplayClock: Sendable {
 /// since the kernel may have dropped the record.
 public final class ReplayStore: Sendable {
     public let path: String
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
     private let clock: ReplayClock
     /// A test fault (SCANGATE_FAULT=park-at:replay-...): nil in service.
     private let parking: FaultParking?
@@ -187,7 +187,7 @@ public final class ReplayStore: Sendable {
             throw ReplayStoreError(path: path, message: "another process holds \(path).lock for more than \(Int(Self.lockWaitMilliseconds)) ms")
         }
         defer { Self.releaseLock(lock.fd) }
-        self.state = Mutex(try Self.openAndLoad(path, lock: lock, clock: clock))
+        self.state = PosixMutex(try Self.openAndLoad(path, lock: lock, clock: clock))
     }
 
     /// Entries held: consumed passes, including ones both clocks agree have expired but not yet dropped.

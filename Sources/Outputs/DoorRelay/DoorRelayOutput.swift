@@ -3,7 +3,6 @@ import Dispatch
 import GPIO
 import Platform
 import Settings
-import Synchronization
 
 /// Timings that are not user settings; tests and doctor shorten or lengthen them.
 public struct DoorRelayRuntime: Sendable {
@@ -31,10 +30,10 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
     public let settings: DoorRelaySettings
     private let runtime: DoorRelayRuntime
     private let logger: Logger
-    private let line: Mutex<RelayLine>
+    private let line: PosixMutex<RelayLine>
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    private let thread = Mutex<PosixThread?>(nil)
+    private let thread = PosixMutex<PosixThread?>(nil)
 
     private struct State {
         /// The latest accepted read not yet taken up by the thread (when it was offered).
@@ -56,7 +55,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         var refused: UInt64 = 0
         var dropped: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     /// Requests the line (inactive) before it returns; when that fails the error is logged and the
     /// thread tries again every `runtime.retryMs`. Throws for settings that cannot work (no line, no
@@ -70,7 +69,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         self.settings = settings
         self.runtime = runtime
         self.logger = logger
-        self.line = Mutex(RelayLine(calls: calls, chip: chip, line: spec, activeLow: settings.activeLow))
+        self.line = PosixMutex(RelayLine(calls: calls, chip: chip, line: spec, activeLow: settings.activeLow))
         openLine(at: .now())
         do {
             let started = try PosixThread(name: "scangate-relay") { [self] in run() }

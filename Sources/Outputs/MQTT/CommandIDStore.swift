@@ -1,7 +1,6 @@
 import Core
 import Platform
 import Settings
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -98,7 +97,7 @@ final class CommandIDStore: Sendable {
     let directory: String
     private let clock: SpoolClock
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
 
     struct State {
         var replay: CommandReplayGuard
@@ -136,7 +135,7 @@ final class CommandIDStore: Sendable {
         let now = clock.wall() / 1_000_000_000
         replay.prune(now: now, boot: clock.boot(), bootID: clock.bootID)
         loaded = (replay.count, skipped)
-        state = Mutex(State(replay: replay, fd: fd, lines: lines, needsRewrite: skipped > 0 || tornTail || lines > replay.count))
+        state = PosixMutex(State(replay: replay, fd: fd, lines: lines, needsRewrite: skipped > 0 || tornTail || lines > replay.count))
         if skipped > 0 {
             logger.warning("mqtt spool \(path): \(skipped) lines that are not valid command ids were skipped (a torn write, or damage)")
         }

@@ -1,6 +1,5 @@
 import Core
 import Platform
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 import Settings
@@ -251,7 +250,7 @@ public final class EventSpool: Sendable {
     public let limits: SpoolLimits
     public let clock: SpoolClock
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
     private let lockFD: Int32
     private let headFD: Int32
 
@@ -345,7 +344,7 @@ public final class EventSpool: Sendable {
         }
         do throws(SpoolError) {
             let (state, recovery) = try EventSpool.recover(directory: directory, headFD: head, logger: logger)
-            self.state = Mutex(state)
+            self.state = PosixMutex(state)
             self.recovery = recovery
         } catch {
             EventSpool.closeFile(head, headPath, logger)

@@ -2,7 +2,6 @@ import Components
 import Core
 import Platform
 import Settings
-import Synchronization
 
 extension DoctorPart {
     public static let mqtt = DoctorPart("mqtt")
@@ -25,7 +24,7 @@ public struct FleetHooks: Sendable {
 
 /// The process's libmosquitto set-up, made on first use and kept while any MQTT output holds it.
 final class SharedMosquitto: Sendable {
-    private let library = Mutex<MosquittoLibrary?>(nil)
+    private let library = PosixMutex<MosquittoLibrary?>(nil)
     func get() throws -> MosquittoLibrary {
         try library.withLock { l in
             if let l { return l }

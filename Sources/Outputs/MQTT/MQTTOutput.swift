@@ -190,12 +190,12 @@ final class MQTTSessionContext: Sendable {
     /// Wakes the spool thread (new queued events, stop).
     let spoolSignal = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
-    let state: Mutex<Shared>
+    let state: PosixMutex<Shared>
     /// The spool and the command ids beside it, once the spool is open (its directory lock held).
-    private let durable = Mutex<Durable?>(nil)
+    private let durable = PosixMutex<Durable?>(nil)
     /// Test hook: while set, the spool thread waits on it before each write (a stuck fdatasync);
     /// `writerHeld` says it is waiting there.
-    let writerGate = Mutex<DispatchSemaphore?>(nil)
+    let writerGate = PosixMutex<DispatchSemaphore?>(nil)
     let writerHeld = Atomic<Bool>(false)
 
     struct Durable {
@@ -228,7 +228,7 @@ final class MQTTSessionContext: Sendable {
         self.configuration = configuration
         self.dependencies = dependencies
         self.wake = try WakePipe()
-        self.state = Mutex(Shared())
+        self.state = PosixMutex(Shared())
     }
 
     var logger: Logger { dependencies.logger }

@@ -1,7 +1,6 @@
 import Core
 import Platform
 import SerialLine
-import Synchronization
 import Settings
 
 /// ScanGate as an OSDP reader: the door output that answers a panel's polls on a serial line.
@@ -118,9 +117,9 @@ final class OSDPShared: Sendable {
         var finished = false
         var health: ComponentHealth
     }
-    private let state: Mutex<State>
+    private let state: PosixMutex<State>
 
-    init(health: ComponentHealth) { state = Mutex(State(health: health)) }
+    init(health: ComponentHealth) { state = PosixMutex(State(health: health)) }
 
     /// False once closing began.
     func offer(_ read: OSDPCardRead) -> Bool {

@@ -1,7 +1,6 @@
 import Core
 import Dispatch
 import Platform
-import Synchronization
 import SerialLine
 import Settings
 
@@ -92,7 +91,7 @@ public final class SerialOutput: DoorOutput, HealthReporting {
 
 /// Shared between callers and the queue: the drain deadline, set once by `close()`.
 final class SerialLifecycle: Sendable {
-    private let deadline = Mutex<MonotonicInstant?>(nil)
+    private let deadline = PosixMutex<MonotonicInstant?>(nil)
 
     var closingDeadline: MonotonicInstant? { deadline.withLock { $0 } }
 
@@ -108,7 +107,7 @@ final class SerialLifecycle: Sendable {
 
 /// Runs closures once a read source's cancel handler has closed its descriptor.
 final class ClosedSignal: Sendable {
-    private let state = Mutex<(fired: Bool, waiting: [@Sendable () -> Void])>((false, []))
+    private let state = PosixMutex<(fired: Bool, waiting: [@Sendable () -> Void])>((false, []))
 
     func whenFired(_ action: @escaping @Sendable () -> Void) {
         let now = state.withLock { s -> Bool in
@@ -159,7 +158,7 @@ final class SerialWorker: @unchecked Sendable {
     private let feedback: (any FeedbackSink)?
     private let closingDeadline: @Sendable () -> MonotonicInstant?
     /// Read from any thread (status, metrics); written on the queue.
-    let health: Mutex<ComponentHealth>
+    let health: PosixMutex<ComponentHealth>
 
     private var port: SerialPort?
     private var replySource: (source: DispatchSourceRead, closed: ClosedSignal)?
@@ -187,7 +186,7 @@ final class SerialWorker: @unchecked Sendable {
         self.feedback = feedback
         self.closingDeadline = closingDeadline
         self.backoffMilliseconds = tuning.initialBackoffMilliseconds
-        self.health = Mutex(ComponentHealth(name: "serial", state: .degraded, detail: "\(settings.summary) opening"))
+        self.health = PosixMutex(ComponentHealth(name: "serial", state: .degraded, detail: "\(settings.summary) opening"))
     }
 
     func start() {

@@ -1,7 +1,6 @@
 import Core
 import Dispatch
 import Platform
-import Synchronization
 import Settings
 
 /// The record of every read on stdout: one line per read (JSON by default, or zbarcam's text), each in
@@ -30,11 +29,11 @@ public final class StdoutOutput: ReportOutput, HealthReporting {
         var lastError: String?
         var lastErrorAt: Int64?
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let drained = DispatchSemaphore(value: 0)
     /// Set once in init.
-    private let thread = Mutex<PosixThread?>(nil)
+    private let thread = PosixMutex<PosixThread?>(nil)
 
     /// nil for `--output none`.
     public static func make(settings: OutputSettings, logger: Logger) -> StdoutOutput? {

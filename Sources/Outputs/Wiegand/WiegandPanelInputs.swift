@@ -2,7 +2,6 @@ import Core
 import Dispatch
 import GPIO
 import Platform
-import Synchronization
 import Settings
 
 /// The panel's LED and beeper wires (`wiegand-led-input`, `wiegand-beeper-input`): GPIO inputs with
@@ -46,9 +45,9 @@ final class WiegandPanelInputs: Sendable {
         var active: [Role: Bool] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
     private let finished = DispatchSemaphore(value: 0)
-    private let thread: Mutex<PosixThread?> = Mutex(nil)
+    private let thread: PosixMutex<PosixThread?> = PosixMutex(nil)
     private let logger: Logger
 
     init(settings: WiegandSettings, calls: GpiodBulkCalls, feedback: FeedbackSink, logger: Logger,

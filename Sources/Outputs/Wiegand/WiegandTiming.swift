@@ -1,6 +1,6 @@
+import Core
 import GPIO
 import Platform
-import Synchronization
 
 /// Min, p50, p99 and max of a set of durations, in microseconds.
 public struct WiegandTimingStats: Equatable, Sendable, CustomStringConvertible {
@@ -87,7 +87,7 @@ public struct WiegandTimingReport: Equatable, Sendable {
 /// it, which measures ScanGate's own timing up to the gpiod call. No edge events: inputs stay idle.
 public final class WiegandMemoryChip: GpiodBulkCalls {
     public static let label = "wiegand-memory"
-    private let changes = Mutex<[WiegandTimingReport.Change]>([])
+    private let changes = PosixMutex<[WiegandTimingReport.Change]>([])
     private let chip = GpiodChipHandle(address: 1)
 
     public init() {
@@ -144,7 +144,7 @@ public final class WiegandMemoryChip: GpiodBulkCalls {
 /// Wraps real gpiod calls and stamps every `setValues` (doctor --test-wiegand on a real chip).
 public final class WiegandRecordingCalls: GpiodBulkCalls {
     private let base: GpiodBulkCalls
-    private let changes = Mutex<[WiegandTimingReport.Change]>([])
+    private let changes = PosixMutex<[WiegandTimingReport.Change]>([])
 
     public init(_ base: GpiodBulkCalls) {
         self.base = base

@@ -59,7 +59,7 @@ final class WiegandTransmitter: Sendable {
         var busy = false
     }
 
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
     /// Close's deadline (CLOCK_MONOTONIC ns), read at every bit boundary without a lock; 0: none.
     private let closeDeadline = Atomic<UInt64>(0)
     private let wake = DispatchSemaphore(value: 0)
@@ -70,7 +70,7 @@ final class WiegandTransmitter: Sendable {
     private let settings: WiegandSettings
     private let runtime: WiegandRuntime
     private let logger: Logger
-    private let thread: Mutex<PosixThread?> = Mutex(nil)
+    private let thread: PosixMutex<PosixThread?> = PosixMutex(nil)
 
     init(settings: WiegandSettings, calls: GpiodBulkCalls, logger: Logger, runtime: WiegandRuntime) throws(SystemError) {
         self.settings = settings
