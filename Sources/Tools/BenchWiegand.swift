@@ -30,6 +30,9 @@ public struct WiegandBench: Sendable {
     public var frames: Int
     public var settings: WiegandSettings
     public var realtime: Bool
+    /// The transmitter's stall limit (nil: the real one). A test of the bench sets it long, so a loaded
+    /// test machine cannot cut a frame; `scangate bench` keeps the real limit and reports what it cuts.
+    public var stallLimitMs: Int?
 
     /// `frames` 26-bit frames at the defaults (50 us pulses, 2000 us intervals), 50 ms apart.
     public init(frames: Int = 20, realtime: Bool = true) {
@@ -49,6 +52,7 @@ public struct WiegandBench: Sendable {
         var runtime = WiegandRuntime()
         runtime.realtime = realtime
         runtime.queueCapacity = 1
+        runtime.stallLimitMs = stallLimitMs
         let output = try WiegandOutput(settings: settings, logger: logger, feedback: nil, calls: chip, runtime: runtime)
         defer { output.close(deadline: .now().adding(milliseconds: 2000)) }
         let perFrameMs = 26 * settings.intervalUs / 1000 + settings.frameGapMs + 1000

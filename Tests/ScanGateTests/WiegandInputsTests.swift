@@ -25,6 +25,7 @@ final class WiegandInputsTests: XCTestCase {
         s.beeperInput = .offset(Self.beeper)
         edit(&s)
         var r = WiegandRuntime()
+        r.stallLimitMs = 60_000   // a loaded test machine must not cut the frame
         r.realtime = false
         r.retryMs = 50
         r.debounceMs = 10
@@ -112,6 +113,7 @@ final class WiegandInputsTests: XCTestCase {
         s.beeperInput = .offset(Self.beeper)
         s.facility = .fixed(90)
         var r = WiegandRuntime()
+        r.stallLimitMs = 60_000   // a loaded test machine must not cut the frame
         r.realtime = false
         r.retryMs = 50
         let out = try WiegandOutput(settings: s, logger: logs.logger(), feedback: feedback, calls: chip, runtime: r)

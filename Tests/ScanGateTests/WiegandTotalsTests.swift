@@ -13,7 +13,7 @@ extension WiegandTransmitterTests {
         let chip = WiegandFakeGpiod()
         let logs = WiegandLogCapture()
         let out = try WiegandOutput(settings: t.settings { $0.frameGapMs = 50 }, logger: logs.logger(), feedback: nil,
-                                    calls: chip, runtime: t.runtime())
+                                    calls: chip, runtime: t.runtime { $0.stallLimitMs = nil })
         // Bit 4 of the first frame hangs 30 ms: the frame is cut there.
         chip.delaySet(after: 6, milliseconds: 30)
         XCTAssertEqual(out.offer(t.read("324")), .taken)

@@ -28,6 +28,7 @@ final class WiegandTransmitterTests: XCTestCase {
         var r = WiegandRuntime()
         r.realtime = false
         r.retryMs = 50
+        r.stallLimitMs = 60_000   // only the stall tests (which inject the stall) use the real limit
         edit(&r)
         return r
     }
@@ -239,7 +240,7 @@ final class WiegandTransmitterTests: XCTestCase {
         let chip = WiegandFakeGpiod()
         let logs = WiegandLogCapture()
         let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger(), feedback: nil,
-                                    calls: chip, runtime: runtime())
+                                    calls: chip, runtime: runtime { $0.stallLimitMs = nil })
         chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         // The set that starts bit 4 hangs 30 ms: bit 5 would start 30 ms after bit 4 (a panel has ended

@@ -19,6 +19,10 @@ public struct WiegandRuntime: Sendable {
     public var staleAfterMs: Int = 2000
     /// An input level must hold this long before it counts (contact bounce).
     public var debounceMs: Int = 10
+    /// A bit that would start later than this after the previous one ends the frame there (nil: SIA's
+    /// longest interval, 20 ms, or the interval + 5 ms). Unit tests that are not about stalls set it
+    /// long, so a loaded test machine cannot cut their frames; the stall tests inject the stall.
+    public var stallLimitMs: Int?
 
     public init() {}
 }
@@ -277,7 +281,8 @@ final class WiegandTransmitter: Sendable {
         var previousStart: UInt64 = 0
         var nextStart = WiegandClock.now()
         var stretched = 0
-        let stallLimit = Self.stallLimitNanoseconds(intervalUs: settings.intervalUs)
+        let stallLimit = runtime.stallLimitMs.map { UInt64(max(1, $0)) * 1_000_000 }
+            ?? Self.stallLimitNanoseconds(intervalUs: settings.intervalUs)
         defer { if stretched > 0 { state.withLock { $0.stretchedPulses += UInt64(stretched) } } }
         for position in 1...bits.count {
             if position > 1 {
