@@ -118,10 +118,11 @@ def wiegand_frame_gap(rig):
 # QEMU without KVM (TCG) takes the guest's vCPUs off the host CPU at any moment, also inside a 50 us
 # pulse or between reading the clock and setting the line, so not every pulse lands in SIA's window on
 # this rig, and how many do depends on how busy the host is. The windows are SIA's and are never
-# widened. The rig's floor is measured in the same check, under the same load (the same hogs): a plain C
-# sender (guest/gpio-reference.c: SCHED_FIFO, memory locked, busy-waiting through the frame as door.md
-# describes, under the same pulse rule as the daemon, both lines in one request) sends the same frames on
-# the same lines right before and right after the daemon. The daemon's share of pulses and of intervals
+# widened. The rig's floor is measured in the same check, under the same load (the same hogs, and a
+# scangate without Wiegand decoding the same scenario): a plain C sender (guest/gpio-reference.c:
+# SCHED_FIFO, memory locked, busy-waiting through the frame as door.md describes, under the same pulse
+# rule as the daemon, both lines in one request) sends the same frames on the same lines right before
+# and right after the daemon. The daemon's share of pulses and of intervals
 # in window must be within FLOOR_POINTS of that sender's (both runs pooled). One run, no retry. (Run at
 # the same time on other lines instead, the two real-time spinners took both guest CPUs from everything
 # else, the daemon's own decoder and the kernel's housekeeping included.) A Raspberry Pi with the
@@ -140,13 +141,20 @@ PULSE_P50_US = 15
 INTERVAL_P50_PCT = 5
 
 
-def reference(rig, frames):
+def reference(rig, frames, scene, name):
     """The C sender's frames on D0/D1, every bit in order (a stall of the emulated CPU mid-frame may
-    split one in the trace: the reference does not stop there as the daemon does): the analysis."""
+    split one in the trace: the reference does not stop there as the daemon does): the analysis. While
+    it sends, a scangate without Wiegand decodes `scene` (the daemon's own scenario), so the guest has
+    the load the daemon's transmitter has beside it: its decoder at the same frame rate."""
+    decoder = Daemon(rig, ["--camera", f"sim:{scene}", "--status-socket", "off"], name=name)
+    decoder.wait_for_events(1, 60)
     sim = GpioSim()
     trace = GpioTrace(sim)
     run(os.path.join(rig.run_dir, "gpio-reference"), "wiegand", GPIO_LABEL, str(D0), str(D1), str(PULSE_US),
         str(INTERVAL_US), str(REF_GAP_MS), *frames, timeout=60)
+    require(decoder.alive(), f"the decoder beside the reference ended before it finished: {decoder.last_stderr(3)}")
+    status = decoder.terminate(timeout=10)
+    require(status == 0, f"the decoder beside the reference exited {status}: {decoder.last_stderr(3)}")
     analysis = wiegand.analyse(trace.events(), D0, D1)
     got = [f["bits"] for f in analysis["frames"]]
     require("".join(got) == "".join(frames) and not analysis["overlaps"] and not analysis["unterminated"],
@@ -170,12 +178,12 @@ def timing_check(rig, load):
     fps, hold, blank = (60, 60, 20) if load else (10, 5, 3)
     if load:
         hogs(rig)
-    before = reference(rig, expected)
     # Under load the decoder gets little CPU: 2 s of tail, so the last code is not cut off by the end.
     scene = codes_scenario(rig.check_name, [str(c) for c in cards], fps, hold, blank, tail=120 if load else 10)
+    before = reference(rig, expected, scene, "decoder-before")
     daemon, _, analysis = wiegand_run(rig, [str(c) for c in cards], ["--wiegand-facility", "90"], fps=fps, hold=hold,
                                       blank=blank, scene=scene)
-    after = reference(rig, expected)
+    after = reference(rig, expected, scene, "decoder-after")
     summary = wiegand.timing_summary(analysis)
     frames = analysis["frames"]
     require(not analysis["overlaps"], f"D0 and D1 were active together {analysis['overlaps']} times | {summary}")
