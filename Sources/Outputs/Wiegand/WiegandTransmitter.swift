@@ -29,8 +29,9 @@ public struct WiegandRuntime: Sendable {
 
 /// The Wiegand transmitter: one dedicated thread that owns D0/D1 and sends one frame at a time from a
 /// bounded queue, so two frames never interleave. Each bit is a pulse on D0 (0) or D1 (1) of exactly
-/// `pulseUs` (a spin on CLOCK_MONOTONIC), bits start `intervalUs` apart (a sleep through most of the
-/// interval, then a spin), frames start at least `frameGapMs` after the previous one's last pulse.
+/// `pulseUs` (a spin on CLOCK_MONOTONIC), bits start `intervalUs` apart (under SCHED_FIFO a spin
+/// through intervals up to 2.5 ms; otherwise a sleep through most of the interval, then a spin), frames
+/// start at least `frameGapMs` after the previous one's last pulse.
 ///
 /// A frame cut short (close reached its deadline, or a line failed) ends at a bit boundary with both
 /// lines idle, and its remaining bits are dropped: never resumed, never sent again. The panel sees
