@@ -93,6 +93,22 @@ final class OSDPFilesTests: XCTestCase {
         XCTAssertEqual(try OSDPFiles.loadKey(keyPath)?.bytes, OSDPTest.bytes("00112233445566778899AABBCCDDEEFF"))
     }
 
+    /// Issue 23: a KEYSET whose state file cannot be written (a full disk) after the key file was. The
+    /// key file decides the key after a restart, so the KEYSET has taken effect: the store says what was
+    /// not recorded instead of failing, and the state keeps the check value for its next write.
+    func testAKeyStoredWhileTheStateFileCannotBeWrittenIsInstalled() throws {
+        let keyPath = dir + "/scbk", statePath = dir + "/no-such-directory/state"
+        _ = try writeKey("00112233445566778899aabbccddeeff")
+        let store = OSDPFileStore(keyPath: keyPath, statePath: statePath, state: OSDPPersistedState(address: 3))
+        let key = try XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF)))
+        let problem = try store.installKey(key, check: [1, 2, 3])
+        XCTAssertTrue(problem?.contains("recording its check value failed: osdp-state-file \(statePath)") ?? false, "\(problem ?? "nil")")
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath), key, "the key a restart uses is the one the panel was told")
+        XCTAssertEqual(mkdir(dir + "/no-such-directory", 0o755), 0)
+        try store.storeLink(address: 4, baud: 9600)
+        XCTAssertEqual(try OSDPPersistedState.load(statePath), OSDPPersistedState(address: 4, baud: 9600, installedKeyCheck: [1, 2, 3]))
+    }
+
     func testTheStateFileRoundTripsAndBadLinesNameTheFileAndLine() throws {
         let path = dir + "/state"
         let state = OSDPPersistedState(address: 126, baud: 230400, installedKeyCheck: [0xAB, 0xCD, 0xEF])

@@ -208,8 +208,10 @@ public struct OSDPStoreError: Error, CustomStringConvertible, Sendable {
 /// Where the PD keeps what the panel sets. The PD calls it from the link thread before it acknowledges
 /// the command, so an acknowledged KEYSET or COMSET has reached the disk.
 public protocol OSDPStore: AnyObject {
-    /// Stores a new SCBK (osdp_KEYSET) and records its check value.
-    func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError)
+    /// Stores a new SCBK (osdp_KEYSET) and records its check value. Throws when the key is not stored (the
+    /// PD answers NAK and keeps the old key); returns, to be logged, a failure to record the check value,
+    /// which does not undo the key (the PD answers ACK: it uses the new key, now and after a restart).
+    func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) -> String?
     /// Stores the address and baud of an osdp_COMSET.
     func storeLink(address: UInt8, baud: Int) throws(OSDPStoreError)
 }
@@ -227,7 +229,13 @@ public final class OSDPFileStore: OSDPStore {
         self.state = state
     }
 
-    public func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) {
+    /// The key file decides which key the reader uses after a restart (`OSDPStartup`: a key file is proof
+    /// enough that a key is installed; the state file's check value only says whether a panel put it
+    /// there). So once the key file is durable the KEYSET has taken effect, and a state file that cannot
+    /// be written then (a full disk) is reported, not a reason to NAK: a NAK would leave the panel on the
+    /// old key while the reader, after a restart, used the new one. The check value is kept in memory and
+    /// written with the next change of the state file.
+    public func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) -> String? {
         do throws(SystemError) {
             try OSDPFiles.writeAtomically(OSDPFiles.keyFileText(key), to: keyPath, mode: 0o600)
         } catch {
@@ -235,7 +243,13 @@ public final class OSDPFileStore: OSDPStore {
         }
         var next = state
         next.installedKeyCheck = check
-        try write(next)
+        do throws(OSDPStoreError) {
+            try write(next)
+        } catch {
+            state = next
+            return "the key is stored in \(keyPath), but recording its check value failed: \(error)"
+        }
+        return nil
     }
 
     public func storeLink(address: UInt8, baud: Int) throws(OSDPStoreError) {
