@@ -224,4 +224,27 @@ final class CredentialKeyTests: XCTestCase {
             XCTAssertEqual("\($0)", "\(first.privateKeyFile): mode 0640 lets group or others read or write this private key; chmod 600")
         }
     }
+
+    /// Issue 23: keygen on a disk that fills up while the key is written leaves no partial KID.key (nor a
+    /// temporary file), so running it again once there is room works instead of refusing the kid.
+    func testAKeygenCutOffByAFullDiskLeavesNothingAndCanBeRunAgain() throws {
+        let out = dir + "/issuer"
+        // A full disk, for real: RLIMIT_FSIZE lets 10 bytes of the key through, then EFBIG.
+        signal(SIGXFSZ, SIG_IGN)
+        var saved = rlimit()
+        XCTAssertEqual(getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved), 0)
+        var limit = saved
+        limit.rlim_cur = 10
+        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit), 0)
+        let failed = Result { try KeyGeneration.generate(directory: out, algorithm: .ed25519, keyID: "k1") }
+        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved), 0)
+        signal(SIGXFSZ, SIG_DFL)
+        guard case .failure(let error) = failed else { return XCTFail("the write cannot have succeeded") }
+        XCTAssertTrue("\(error)".contains("write: ") && ("\(error)".contains("EFBIG") || "\(error)".contains("File too large")), "\(error)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), [], "no partial key, no temporary file")
+        let written = try KeyGeneration.generate(directory: out, algorithm: .ed25519, keyID: "k1")
+        XCTAssertEqual(written.privateKeyFile, out + "/k1.key")
+        XCTAssertNoThrow(try KeyGeneration.loadPrivateKey(written.privateKeyFile))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out).sorted(), ["credential-keys.jwks", "k1.key"])
+    }
 }

@@ -251,6 +251,29 @@ final class CredentialReplayStoreTests: XCTestCase {
         XCTAssertEqual(reopened.entryCount, 303)
     }
 
+    /// Issue 23: a compaction whose fsync of the directory fails has renamed the new file over the store,
+    /// but after a power cut the name may lead to the old file again, which lacks every pass recorded
+    /// since. So the store refuses one-time passes from then on (as after a failed fdatasync), and says why.
+    func testAFailedDirectoryFsyncAfterCompactionStopsOneTimePasses() throws {
+        let time = TestReplayClock(wall: now)
+        do {
+            let store = try ReplayStore(path: path, clock: time.clock)
+            XCTAssertEqual(store.consume(try key(1), holdUntil: now + 60, now: now), .fresh)
+        }
+        let lock = try ReplayStore.openLock(path)
+        var state = try ReplayStore.openAndLoad(path, lock: lock, clock: time.clock)
+        let problem = ReplayStore.compact(path, &state, clock: time.clock,
+                                          syncDirectory: { _ in "fsync of \(self.dir) failed: EIO (Input/output error)" })
+        let expected = "compaction: fsync of \(dir) failed: EIO (Input/output error) after renaming \(path).tmp over \(path); reopen the store (reload or restart) once the disk is fixed"
+        XCTAssertEqual(problem, expected, "reported to the caller")
+        XCTAssertEqual(state.broken, expected, "every later consume fails with this reason")
+        // A directory fsync that works leaves the store usable.
+        var healthy = try ReplayStore.openAndLoad(path, lock: lock, clock: time.clock)
+        XCTAssertNil(ReplayStore.compact(path, &healthy, clock: time.clock))
+        XCTAssertNil(healthy.broken)
+        XCTAssertEqual(try ReplayStore(path: path, clock: time.clock).consume(try key(1), holdUntil: now + 60, now: now), .replayed)
+    }
+
     func testAFailingWriteRefusesThePassAndLeavesTheFileAligned() throws {
         let store = try ReplayStore(path: path)
         XCTAssertEqual(store.consume(try key(1), holdUntil: now + 60, now: now), .fresh)

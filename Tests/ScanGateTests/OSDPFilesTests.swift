@@ -85,12 +85,82 @@ final class OSDPFilesTests: XCTestCase {
     func testAFailedWriteLeavesTheOldFileWhole() throws {
         let keyPath = dir + "/scbk"
         _ = try writeKey("00112233445566778899aabbccddeeff")
-        // A temporary file that is already there (O_EXCL) makes the write fail before the rename.
+        // A directory that is not empty in the temporary file's place makes the write fail before the rename.
         let (directory, name) = OSDPFiles.split(keyPath)
-        try TestFiles.write("junk", to: "\(directory)/.\(name).tmp-\(getpid())")
+        let temporary = "\(directory)/.\(name).tmp-\(getpid())"
+        XCTAssertEqual(mkdir(temporary, 0o700), 0)
+        try TestFiles.write("junk", to: temporary + "/inside")
         let store = OSDPFileStore(keyPath: keyPath, statePath: dir + "/state", state: OSDPPersistedState())
-        XCTAssertThrowsError(try store.installKey(XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF))), check: [1, 2, 3]))
+        XCTAssertThrowsError(try store.installKey(XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF))), check: [1, 2, 3])) { error in
+            XCTAssertTrue("\(error)".contains(temporary), "the error names the file: \(error)")
+        }
         XCTAssertEqual(try OSDPFiles.loadKey(keyPath)?.bytes, OSDPTest.bytes("00112233445566778899AABBCCDDEEFF"))
+    }
+
+    /// Issue 23: a power cut between creating `.NAME.tmp-PID` and the rename leaves that file, and after
+    /// the reboot the daemon often has the same pid. It must not make every later KEYSET and COMSET fail.
+    func testATemporaryFileLeftByAPowerCutDoesNotBlockTheNextWrite() throws {
+        let keyPath = dir + "/scbk", statePath = dir + "/state"
+        _ = try writeKey("00112233445566778899aabbccddeeff")
+        try TestFiles.write("0011", to: "\(dir)/.scbk.tmp-\(getpid())")
+        try TestFiles.write("address=1\n", to: "\(dir)/.state.tmp-\(getpid())")
+        let store = OSDPFileStore(keyPath: keyPath, statePath: statePath, state: OSDPPersistedState())
+        let key = try XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF)))
+        XCTAssertNil(try store.installKey(key, check: [1, 2, 3]))
+        try store.storeLink(address: 9, baud: 38400)
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath), key)
+        XCTAssertEqual(try OSDPPersistedState.load(statePath), OSDPPersistedState(address: 9, baud: 38400, installedKeyCheck: [1, 2, 3]))
+        var info = stat()
+        XCTAssertEqual(stat(keyPath, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600, "the key is still private")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(), ["scbk", "state"], "no temporary file left")
+    }
+
+    /// A symbolic link planted in the temporary file's place is removed, never followed: its target keeps
+    /// its content, and the key file is a regular file of mode 0600.
+    func testASymbolicLinkPlantedAsTheTemporaryFileIsNotFollowed() throws {
+        let keyPath = dir + "/scbk"
+        let victim = dir + "/victim"
+        try TestFiles.write("victim's own text", to: victim)
+        XCTAssertEqual(chmod(victim, 0o644), 0)
+        XCTAssertEqual(symlink(victim, "\(dir)/.scbk.tmp-\(getpid())"), 0)
+        let store = OSDPFileStore(keyPath: keyPath, statePath: dir + "/state", state: OSDPPersistedState())
+        let key = try XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF)))
+        XCTAssertNil(try store.installKey(key, check: [1, 2, 3]))
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "victim's own text")
+        var info = stat()
+        XCTAssertEqual(stat(victim, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o644)
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath), key, "a regular file (loadKey refuses a link), mode 0600")
+    }
+
+    /// At start the temporary files of dead processes are removed; one whose process runs is left alone.
+    func testStaleTemporaryFilesOfDeadProcessesAreRemovedAtStart() throws {
+        let keyPath = dir + "/scbk"
+        let deadPID: pid_t = 2_000_000_000  // above any pid_max: no such process
+        XCTAssertEqual(kill(deadPID, 0), -1)
+        let dead = "\(dir)/.scbk.tmp-\(deadPID)", mine = "\(dir)/.scbk.tmp-\(getpid())"
+        let running = "\(dir)/.scbk.tmp-1", other = "\(dir)/.scbk.tmp-junk", state = "\(dir)/.state.tmp-\(deadPID)"
+        for file in [dead, mine, running, other, state] { try TestFiles.write("x", to: file) }
+        XCTAssertEqual(try OSDPFiles.removeStaleTemporaries(of: keyPath).sorted(), [dead, mine].sorted())
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(),
+                       [".scbk.tmp-1", ".scbk.tmp-junk", ".state.tmp-\(deadPID)"], "pid 1 runs; not a pid; another file's")
+    }
+
+    /// Issue 23: a KEYSET whose state file cannot be written (a full disk) after the key file was. The
+    /// key file decides the key after a restart, so the KEYSET has taken effect: the store says what was
+    /// not recorded instead of failing, and the state keeps the check value for its next write.
+    func testAKeyStoredWhileTheStateFileCannotBeWrittenIsInstalled() throws {
+        let keyPath = dir + "/scbk", statePath = dir + "/no-such-directory/state"
+        _ = try writeKey("00112233445566778899aabbccddeeff")
+        let store = OSDPFileStore(keyPath: keyPath, statePath: statePath, state: OSDPPersistedState(address: 3))
+        let key = try XCTUnwrap(OSDPKey(bytes: Array(0xA0...0xAF)))
+        let problem = try store.installKey(key, check: [1, 2, 3])
+        XCTAssertTrue(problem?.contains("recording its check value failed: osdp-state-file \(statePath)") ?? false, "\(problem ?? "nil")")
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath), key, "the key a restart uses is the one the panel was told")
+        XCTAssertEqual(mkdir(dir + "/no-such-directory", 0o755), 0)
+        try store.storeLink(address: 4, baud: 9600)
+        XCTAssertEqual(try OSDPPersistedState.load(statePath), OSDPPersistedState(address: 4, baud: 9600, installedKeyCheck: [1, 2, 3]))
     }
 
     func testTheStateFileRoundTripsAndBadLinesNameTheFileAndLine() throws {

@@ -150,6 +150,31 @@ final class OSDPSecureChannelTests: XCTestCase {
         XCTAssertTrue(effects.contains(.secureChannel(active: true, detail: "up")))
     }
 
+    /// Issue 23: the panel's KEYSET when the key file is written but the state file cannot be (a full
+    /// disk). The reader uses the new key from then on, after a restart too (the key file decides), so the
+    /// panel must hear ACK and switch with it: a NAK would leave the two on different keys after a restart.
+    func testAKeysetWhoseStateFileFailsIsAckedAndTheKeyFileHoldsTheNewKey() throws {
+        let v = try vectors()
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let keyPath = dir + "/scbk"
+        let store = OSDPFileStore(keyPath: keyPath, statePath: dir + "/gone/state", state: OSDPPersistedState())
+        let logs = OSDPLogLines()
+        let pd = try OSDPTest.peripheral(OSDPTest.configuration(address: 0, secure: .required, key: nil, installMode: true),
+                                         store: store, logger: logs.logger, random: v.hex("rnd_b"))
+        var keysetAnswered = false
+        for (note, command, reply) in exchanges(v, "install_exchanges") {
+            XCTAssertEqual(OSDPTest.hex(pd.receive(command, at: OSDPTest.t0).first?.reply), Hex.string(reply), note)
+            if note.hasPrefix("KEYSET") { keysetAnswered = true }
+        }
+        XCTAssertTrue(keysetAnswered)
+        let newKey = try XCTUnwrap(OSDPKey(bytes: v.hex("install_new_key")))
+        XCTAssertEqual(try OSDPFiles.loadKey(keyPath), newKey, "what the reader loads after a restart")
+        XCTAssertEqual(pd.configuration.key, newKey)
+        XCTAssertTrue(logs.contains("osdp: KEYSET: the key is stored in \(keyPath), but recording its check value failed: osdp-state-file \(dir)/gone/state"),
+                      "\(logs.all)")
+    }
+
     func exchanges(_ v: Vectors, _ name: String) -> [(note: String, command: [UInt8], reply: [UInt8])] {
         (v.json[name] as? [[String: String]] ?? []).map {
             ($0["note"] ?? "", OSDPTest.bytes($0["command"] ?? ""), OSDPTest.bytes($0["reply"] ?? ""))

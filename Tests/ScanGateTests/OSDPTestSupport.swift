@@ -11,9 +11,10 @@ final class MemoryOSDPStore: OSDPStore {
     var links: [(UInt8, Int)] = []
     var failing = false
 
-    func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) {
+    func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) -> String? {
         if failing { throw OSDPStoreError("test: disk full") }
         keys.append((key, check))
+        return nil
     }
 
     func storeLink(address: UInt8, baud: Int) throws(OSDPStoreError) {

@@ -509,8 +509,12 @@ public final class ReplayStore: Sendable {
 
     /// Rewrites the file with the live entries: a temp file, fsync, rename over the store, fsync of the
     /// directory, then the new file reopened. On failure the old file stays as it was; returns the problem.
+    /// A failed fsync of the directory leaves the store broken: after a power cut its name may still lead
+    /// to the old file, which lacks every pass recorded after the rename.
+    /// (`syncDirectory` is the fsync of the directory; tests make it fail.)
     @discardableResult
-    static func compact(_ path: String, _ s: inout State, clock: ReplayClock, parking: FaultParking? = nil) -> String? {
+    static func compact(_ path: String, _ s: inout State, clock: ReplayClock, parking: FaultParking? = nil,
+                        syncDirectory: (String) -> String? = { syncDirectory(of: $0) }) -> String? {
         let temporary = path + ".tmp"
         let opened = FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600)
         guard case .success(let fd) = opened else {
@@ -546,7 +550,9 @@ public final class ReplayStore: Sendable {
         }
         parking?.reach("replay-compaction-renamed")
         // From here the compacted file is the store. Reopen it; a failure now leaves the store unusable.
-        _ = syncDirectory(of: path)
+        if let problem = syncDirectory(path) {
+            s.broken = "compaction: \(problem) after renaming \(temporary) over \(path); reopen the store (reload or restart) once the disk is fixed"
+        }
         switch FileDescriptor.open(path, O_RDWR | O_APPEND | O_NOFOLLOW) {
         case .success(let reopened):
             var info = stat()
@@ -560,7 +566,7 @@ public final class ReplayStore: Sendable {
             s.inode = UInt64(info.st_ino)
             s.knownSize = bytes.count
             s.records = s.entries.count
-            return nil
+            return s.broken
         case .failure(let e):
             s.broken = "reopening after compaction: \(e)"
             return s.broken

@@ -119,6 +119,9 @@ final class CommandIDStore: Sendable {
         let fd = try CommandIDStore.openFile(path, create: true)
         let content: [UInt8]
         do throws(SpoolError) {
+            // The file may have just been created (here, or by a run that died before this fsync): its name
+            // is durable only once the directory is synced, as for the spool's segments.
+            if let e = EventSpool.syncDirectory(directory) { throw SpoolError(e) }
             content = try CommandIDStore.readAll(fd, path: path)
         } catch {
             EventSpool.closeFile(fd, path, logger)

@@ -88,9 +88,15 @@ public enum OSDPFiles {
 
     /// Writes `contents` to `path` atomically with file mode `mode` (the temporary file is created with
     /// it, so the content is never readable by others, not even for a moment).
+    ///
+    /// The temporary file `.NAME.tmp-PID` of an earlier process with this pid (a power cut between its
+    /// creation and the rename; after a reboot the service often gets the same pid) is removed first, so it
+    /// never blocks a write. unlink(2) removes a symbolic link planted there, never its target; the new
+    /// file is then created with O_EXCL | O_NOFOLLOW, so nothing planted between the two is followed.
     public static func writeAtomically(_ contents: [UInt8], to path: String, mode: mode_t) throws(SystemError) {
         let (directory, name) = split(path)
         let temporary = "\(directory)/.\(name).tmp-\(getpid())"
+        if unlink(temporary) != 0 && errno != ENOENT { throw SystemError("remove the stale temporary file", temporary, .current) }
         let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
             .get("create", temporary)
         var renamed = false
@@ -98,7 +104,7 @@ public enum OSDPFiles {
         do throws(SystemError) {
             guard fchmod(fd.rawValue, mode) == 0 else { throw SystemError("fchmod", temporary, .current) }
             try fd.writeAll(contents).get("write", temporary)
-            _ = try retryOnInterrupt { fsync(fd.rawValue) }.get("fsync", temporary)
+            try fd.sync().get("fsync", temporary)
         } catch {
             _ = fd.close()
             throw error
@@ -108,7 +114,24 @@ public enum OSDPFiles {
         renamed = true
         let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY).get("open directory", directory)
         defer { _ = dir.close() }
-        _ = try retryOnInterrupt { fsync(dir.rawValue) }.get("fsync directory", directory)
+        try dir.sync().get("fsync directory", directory)
+    }
+
+    /// Removes the temporary files `.NAME.tmp-PID` that writes of `path` left behind when their process
+    /// died before the rename (a power cut, kill -9), unless PID is a process still running (another
+    /// writer's file in use). Returns the names removed; an error names the file and the errno.
+    public static func removeStaleTemporaries(of path: String) throws(SystemError) -> [String] {
+        let (directory, name) = split(path)
+        let prefix = ".\(name).tmp-"
+        var removed: [String] = []
+        for entry in try Directory.entries(directory) where entry.hasPrefix(prefix) {
+            guard let pid = pid_t(entry.dropFirst(prefix.count)), pid > 0 else { continue }
+            if pid != getpid() && (kill(pid, 0) == 0 || errno != ESRCH) { continue }
+            let file = "\(directory)/\(entry)"
+            guard unlink(file) == 0 || errno == ENOENT else { throw SystemError("remove the stale temporary file", file, .current) }
+            removed.append(file)
+        }
+        return removed
     }
 
     /// The text of a key file: 32 upper-case hex digits and a newline.
@@ -208,8 +231,10 @@ public struct OSDPStoreError: Error, CustomStringConvertible, Sendable {
 /// Where the PD keeps what the panel sets. The PD calls it from the link thread before it acknowledges
 /// the command, so an acknowledged KEYSET or COMSET has reached the disk.
 public protocol OSDPStore: AnyObject {
-    /// Stores a new SCBK (osdp_KEYSET) and records its check value.
-    func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError)
+    /// Stores a new SCBK (osdp_KEYSET) and records its check value. Throws when the key is not stored (the
+    /// PD answers NAK and keeps the old key); returns, to be logged, a failure to record the check value,
+    /// which does not undo the key (the PD answers ACK: it uses the new key, now and after a restart).
+    func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) -> String?
     /// Stores the address and baud of an osdp_COMSET.
     func storeLink(address: UInt8, baud: Int) throws(OSDPStoreError)
 }
@@ -227,7 +252,13 @@ public final class OSDPFileStore: OSDPStore {
         self.state = state
     }
 
-    public func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) {
+    /// The key file decides which key the reader uses after a restart (`OSDPStartup`: a key file is proof
+    /// enough that a key is installed; the state file's check value only says whether a panel put it
+    /// there). So once the key file is durable the KEYSET has taken effect, and a state file that cannot
+    /// be written then (a full disk) is reported, not a reason to NAK: a NAK would leave the panel on the
+    /// old key while the reader, after a restart, used the new one. The check value is kept in memory and
+    /// written with the next change of the state file.
+    public func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) -> String? {
         do throws(SystemError) {
             try OSDPFiles.writeAtomically(OSDPFiles.keyFileText(key), to: keyPath, mode: 0o600)
         } catch {
@@ -235,7 +266,13 @@ public final class OSDPFileStore: OSDPStore {
         }
         var next = state
         next.installedKeyCheck = check
-        try write(next)
+        do throws(OSDPStoreError) {
+            try write(next)
+        } catch {
+            state = next
+            return "the key is stored in \(keyPath), but recording its check value failed: \(error)"
+        }
+        return nil
     }
 
     public func storeLink(address: UInt8, baud: Int) throws(OSDPStoreError) {

@@ -42,6 +42,16 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         let startup = try OSDPStartup.resolve(settings, features: features, firmware: firmware, machineIDPath: machineIDPath)
         for warning in startup.warnings { logger.warning(warning) }
         for note in startup.notes { logger.notice(note) }
+        // Temporary files of a write that a power cut or kill -9 interrupted before its rename.
+        for file in [settings.scbkFile, settings.stateFile] {
+            do throws(SystemError) {
+                for removed in try OSDPFiles.removeStaleTemporaries(of: file) {
+                    logger.notice("osdp: removed \(removed), left by a write that was cut off before it completed")
+                }
+            } catch {
+                logger.warning("osdp: cannot remove the temporary files an interrupted write left beside \(file): \(error)")
+            }
+        }
         let store = OSDPFileStore(keyPath: settings.scbkFile, statePath: settings.stateFile,
                                   state: startup.persisted ?? OSDPPersistedState())
         let peripheral: OSDPPeripheral

@@ -464,7 +464,7 @@ public final class OSDPPeripheral {
         do throws(OSDPCryptoError) {
             let check = try keyCheckValue(key)
             do throws(OSDPStoreError) {
-                try store.installKey(key, check: check)
+                if let problem = try store.installKey(key, check: check) { logger.error("osdp: KEYSET: \(problem)") }
             } catch {
                 logger.error("osdp: KEYSET: the new key could not be saved: \(error)")
                 return nak(&x, .unableToProcess, "KEYSET: saving the key failed")

@@ -27,7 +27,7 @@ enum OSDPFuzz {
     final class RecordingStore: OSDPStore {
         enum Write: Equatable { case key(OSDPKey), link(address: UInt8, baud: Int) }
         private(set) var writes: [Write] = []
-        func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) { writes.append(.key(key)) }
+        func installKey(_ key: OSDPKey, check: [UInt8]) throws(OSDPStoreError) -> String? { writes.append(.key(key)); return nil }
         func storeLink(address: UInt8, baud: Int) throws(OSDPStoreError) { writes.append(.link(address: address, baud: baud)) }
     }
 
