@@ -199,6 +199,8 @@ final class MQTTSessionContext: Sendable {
     /// `writerHeld` says it is waiting there.
     let writerGate = PosixMutex<DispatchSemaphore?>(nil)
     let writerHeld = Atomic<Bool>(false)
+    /// Test hook (`SCANGATE_TRACE_SPOOL`): told each batch once it is durable.
+    let spoolTrace: SpoolTrace?
 
     struct Durable {
         let spool: EventSpool
@@ -233,6 +235,7 @@ final class MQTTSessionContext: Sendable {
         self.dependencies = dependencies
         self.wake = try WakePipe()
         self.state = PosixMutex(Shared())
+        self.spoolTrace = SpoolTrace.fromEnvironment(logger: dependencies.logger)
     }
 
     var logger: Logger { dependencies.logger }
@@ -454,6 +457,7 @@ struct SpoolWriter {
                 if batch.isEmpty { break }
                 do {
                     try spool.append(batch)
+                    context.spoolTrace?.batchSynced(batch, logger: context.logger)
                     if failing {
                         failing = false
                         context.state.withLock { $0.spoolFailure = nil }

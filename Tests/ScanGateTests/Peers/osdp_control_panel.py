@@ -8,6 +8,7 @@ The test talks to it in JSON lines:
   stdin  {"cmd": "start", "address": 0, "scbk": "<32 hex>" | null, "enforce_secure": true}
          {"cmd": "led", ...libosdp LED fields...}   {"cmd": "buzzer", ...}   {"cmd": "text", "data": "..."}
          {"cmd": "comset", "address": n, "baud_rate": n}
+         {"cmd": "keyset", "key": "<32 hex>"}   a new SCBK (secure channel only; libosdp switches to it on ACK)
          {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
                                line tries SCBK-D and KEYSET (osdp_attacker_cp.py, not libosdp)
          {"cmd": "stop"}       stop the CP's refresh thread: no more polls
@@ -268,6 +269,8 @@ def main():
                     "command": Command.Text, "reader": 0, "control_code": 1, "temp_time": 0,
                     "offset_row": 0, "offset_col": 0, "data": cmd["data"],
                 })
+            elif name == "keyset":
+                peer.submit("keyset", {"command": Command.Keyset, "type": 1, "data": bytes.fromhex(cmd["key"])})
             elif name == "comset":
                 peer.submit("comset", {"command": Command.Comset, "address": cmd["address"], "baud_rate": cmd["baud_rate"]})
             elif name == "attack":
