@@ -4,7 +4,7 @@ CAMERA ?= sim:HELLO-SCANGATE
 BIN_DEBUG := .build/debug/scangate
 BIN_RELEASE := .build/release/scangate
 
-.PHONY: all deps build release run test test-unit test-soak test-fuzz test-sanitizers hil bench deb fuzz soak clean
+.PHONY: all deps build release run test test-unit test-soak test-fuzz test-sanitizers hil powercut test-powercut bench deb fuzz soak clean
 
 all: build
 
@@ -23,8 +23,8 @@ run: build
 
 ## Every test, as CI runs it through .ci/run: unit and integration tests, a 100k-frame soak, the
 ## hardware-in-the-loop suite against real drivers, 10 s of each fuzz target, and the whole unit suite
-## under ThreadSanitizer and AddressSanitizer.
-test: test-unit test-soak hil test-fuzz test-sanitizers
+## under ThreadSanitizer and AddressSanitizer, and POWERCUT_TEST_CYCLES power cuts on the HIL rig.
+test: test-unit test-soak hil test-powercut test-fuzz test-sanitizers
 
 ## Unit and integration tests only (no VM), for quick work. The packaging tests need dpkg-dev,
 ## systemd-analyze and udev, so the deb group is installed too; the interop tests need the real peers
@@ -39,6 +39,16 @@ test-unit:
 hil: release
 	@scripts/install-deps hil
 	Tests/HIL/run $(BIN_RELEASE)
+
+## Power cuts (Tests/HIL/powercut): the HIL VM with an ext4 virtio disk, QEMU killed at random moments
+## while scangate writes, booted again on the same disk and checked. `make powercut CYCLES=500` is the long run.
+CYCLES ?= 50
+POWERCUT_TEST_CYCLES ?= 12
+powercut: release
+	Tests/HIL/powercut $(BIN_RELEASE) --cycles $(CYCLES)
+
+test-powercut: release
+	Tests/HIL/powercut $(BIN_RELEASE) --cycles $(POWERCUT_TEST_CYCLES)
 
 bench: release
 	$(BIN_RELEASE) bench

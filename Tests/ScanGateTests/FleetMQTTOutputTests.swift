@@ -208,6 +208,31 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertNotEqual(firstRun, second.ids.run, "a new run value after a restart, so seq 1 again has a new id")
     }
 
+    /// The power-cut suite's hook: with SCANGATE_TRACE_SPOOL set, each event's id is written there once its
+    /// batch is on the disk, and only then: the ids traced are the ids spooled, in order, before delivery.
+    func testTheSpoolTraceNamesEachEventOnceItIsDurable() throws {
+        let port = try FreePort.make()
+        let dir = try TestFiles.temporaryDirectory()
+        let trace = dir + "/durable"
+        setenv(SpoolTrace.variable, trace, 1)
+        let log = RecordingLog()
+        let output: MQTTOutput
+        do {
+            defer { unsetenv(SpoolTrace.variable) }
+            output = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: dir + "/spool"), library: library, log: log)
+        }
+        defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
+        XCTAssertTrue(log.contains("SCANGATE_TRACE_SPOOL=\(trace): each durable spool batch is traced there (a test hook)"),
+                      log.all.joined(separator: "\n"))
+        for seq in 1...12 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "traced \(seq)")) }
+        // No broker: nothing is delivered, so every traced id is one the spool holds.
+        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 12 }, "\(output.link.spool)")
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines, (1...12).map { "durable \(output.ids.run)-\($0)" })
+        XCTAssertEqual(SpoolTrace.eventID(Array("{\"id\":\"ab-7\",\"kiosk\":\"k\"}".utf8)), Array("ab-7".utf8))
+        XCTAssertEqual(SpoolTrace.eventID(Array("{\"kiosk\":\"k\"}".utf8)), Array("?".utf8))
+    }
+
     /// A full spool drops the oldest events, counts the drops and reports them (health, state, log).
     func testFullSpoolDropsTheOldestCountsAndReportsThem() throws {
         let port = try FreePort.make()
