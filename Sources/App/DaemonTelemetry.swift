@@ -122,7 +122,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         let mqttStatus = mqtt.map { m -> StatusReport.MQTT in
             let l = m.link
             return StatusReport.MQTT(connected: l.connected, detail: l.detail, spoolEvents: l.spool.records,
-                                     spoolBytes: l.spool.bytes, dropped: l.dropped)
+                                     spoolBytes: l.spool.bytes, dropped: l.dropped, droppedNoSpace: l.noSpaceDropped)
         }
         return StatusReport(status: status.status.rawValue, version: ScanGateCommand.version, pid: getpid(),
                             uptimeSeconds: uptimeSeconds,
@@ -165,6 +165,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
             m.mqttConnected = l.connected
             m.mqttSpoolEvents = l.spool.records
             m.mqttSpoolDropped = l.dropped
+            m.mqttSpoolDroppedNoSpace = l.noSpaceDropped
         }
         return m
     }

@@ -148,7 +148,8 @@ public enum StatusCommand {
         }
         if let m = r.mqtt {
             lines.append("mqtt: \(m.connected ? "connected" : "not connected") (\(Logger.escapeControls(m.detail))); "
-                         + "spool \(m.spoolEvents) events (\(m.spoolBytes) bytes), \(m.dropped) dropped")
+                         + "spool \(m.spoolEvents) events (\(m.spoolBytes) bytes), \(m.dropped) dropped"
+                         + (m.droppedNoSpace > 0 ? " (\(m.droppedNoSpace) for lack of disk space)" : ""))
         } else {
             lines.append("mqtt: off")
         }

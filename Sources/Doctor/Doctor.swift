@@ -78,6 +78,7 @@ public enum Doctor {
             rows += component.doctor(settings, context)
         }
         rows += Catalog.policyDoctorRows(settings, context: context)
+        rows += DoctorDiskCheck.rows(settings)
         return rows
     }
 

@@ -42,6 +42,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var mqttConnected: Bool?
     public var mqttSpoolEvents: UInt64?
     public var mqttSpoolDropped: UInt64?
+    /// Of those, the events the spool's file system had no room for.
+    public var mqttSpoolDroppedNoSpace: UInt64?
     /// False in the last file written at exit.
     public var up = true
 
@@ -166,7 +168,12 @@ public enum PrometheusText {
             families.append(gauge("scangate_mqtt_spool_events", "Events in the MQTT spool, not yet acknowledged by the broker.", Double(d)))
         }
         if let d = m.mqttSpoolDropped {
-            families.append(counter("scangate_mqtt_spool_dropped_total", "Events the MQTT spool dropped (full, too old, damaged).", d))
+            families.append(counter("scangate_mqtt_spool_dropped_total",
+                                    "Events the MQTT spool dropped (full, too old, damaged, refused, no space on the disk, queue full).", d))
+        }
+        if let d = m.mqttSpoolDroppedNoSpace {
+            families.append(counter("scangate_mqtt_spool_dropped_no_space_total",
+                                    "Events dropped because the MQTT spool's file system had no room for them.", d))
         }
         return render(families)
     }

@@ -55,12 +55,15 @@ public struct StatusReport: Sendable, Equatable {
         public var spoolEvents: UInt64
         public var spoolBytes: Int
         public var dropped: UInt64
-        public init(connected: Bool, detail: String, spoolEvents: UInt64, spoolBytes: Int, dropped: UInt64) {
+        /// Of `dropped`: the events the spool's file system had no room for (a full disk).
+        public var droppedNoSpace: UInt64
+        public init(connected: Bool, detail: String, spoolEvents: UInt64, spoolBytes: Int, dropped: UInt64, droppedNoSpace: UInt64 = 0) {
             self.connected = connected
             self.detail = detail
             self.spoolEvents = spoolEvents
             self.spoolBytes = spoolBytes
             self.dropped = dropped
+            self.droppedNoSpace = droppedNoSpace
         }
     }
 
@@ -123,7 +126,7 @@ public struct StatusReport: Sendable, Equatable {
             ("mqtt", mqtt.map { m in
                 JSONText.object([("connected", m.connected ? "true" : "false"), ("detail", JSONText.string(m.detail)),
                                  ("spool_events", String(m.spoolEvents)), ("spool_bytes", String(m.spoolBytes)),
-                                 ("dropped", String(m.dropped))])
+                                 ("dropped", String(m.dropped)), ("dropped_no_space", String(m.droppedNoSpace))])
             } ?? "null"),
         ])
     }
@@ -163,7 +166,8 @@ public struct StatusReport: Sendable, Equatable {
         }
         if let m = try r.optionalObject("mqtt") {
             mqtt = MQTT(connected: try m.bool("connected"), detail: try m.string("detail"), spoolEvents: try m.uint("spool_events"),
-                        spoolBytes: Int(try m.uint("spool_bytes")), dropped: try m.uint("dropped"))
+                        spoolBytes: Int(try m.uint("spool_bytes")), dropped: try m.uint("dropped"),
+                        droppedNoSpace: m.value["dropped_no_space"] == nil ? 0 : try m.uint("dropped_no_space"))
         }
     }
 }

@@ -400,12 +400,14 @@ enum FleetTestEvents {
     static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: RecordingLog,
                        commands: MQTTCommandHandler? = nil, feedback: FeedbackSink? = nil,
                        state: @escaping @Sendable () -> FleetState = { FleetTestEvents.state() },
-                       onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system()) throws -> MQTTOutput {
+                       onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system(),
+                       writeFaults: WriteFaults = .none) throws -> MQTTOutput {
         let configuration = try settings.resolve(hostName: "testhost")
-        return try MQTTOutput(configuration: configuration,
-                              dependencies: MQTTOutputDependencies(library: library, eventLine: EventLine.json, state: state,
-                                                                   commands: commands, feedback: feedback, logger: log.logger,
-                                                                   onAcknowledged: onAcknowledged, clock: clock))
+        var dependencies = MQTTOutputDependencies(library: library, eventLine: EventLine.json, state: state,
+                                                  commands: commands, feedback: feedback, logger: log.logger,
+                                                  onAcknowledged: onAcknowledged, clock: clock)
+        dependencies.writeFaults = writeFaults
+        return try MQTTOutput(configuration: configuration, dependencies: dependencies)
     }
 }
 

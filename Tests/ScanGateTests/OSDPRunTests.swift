@@ -459,7 +459,9 @@ final class OSDPDoctorTests: XCTestCase {
         let secure = try XCTUnwrap(row(table, "osdp secure channel"), "\(table)")
         XCTAssertTrue(secure.hasPrefix("PASS") && secure.contains("panel polling, secure channel up"), secure)
         XCTAssertNotNil(peer.wait(for: "online", within: 1) { $0["sc"] as? Bool == true }, "the panel saw the reader online: \(peer.events)")
-        XCTAssertEqual(table.last, "7 passed, 0 failed")
+        let disk = try XCTUnwrap(table.first { $0.hasPrefix("disk ") }, "\(table)")
+        XCTAssertTrue(disk.contains(" PASS ") && disk.contains(" free on ") && disk.hasSuffix("for osdp-state-file, osdp-scbk-file"), disk)
+        XCTAssertEqual(table.last, "8 passed, 0 failed")
     }
 
     func testDoctorWithTheWrongKeyFailsTheSecureChannelRowWithTheFix() throws {

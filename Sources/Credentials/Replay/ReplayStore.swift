@@ -99,13 +99,18 @@ public struct ReplayClock: Sendable {
 /// beside the daemon): each consume holds an flock on PATH.lock, reads what others appended, and
 /// reopens the file when another process compacted it. A write that fails leaves the read refused
 /// (`.failed`); after a failed fsync the store stops accepting one-time passes until it is reopened,
-/// since the kernel may have dropped the record.
+/// since the kernel may have dropped the record. A full disk (ENOSPC, EDQUOT) is the exception: its
+/// record is cut off (and, after a failed fsync, the cut synced), so the store stays open and accepts
+/// passes again as soon as there is room, without a restart; a compaction that finds no room leaves
+/// the old file as it was.
 public final class ReplayStore: Sendable {
     public let path: String
     private let state: PosixMutex<State>
     private let clock: ReplayClock
     /// A test fault (SCANGATE_FAULT=park-at:replay-...): nil in service.
     private let parking: FaultParking?
+    /// Test failures of the record's write and fdatasync (a full disk); `.none` in service.
+    private let faults: WriteFaults
 
     static let recordSize = 64
     static let magic: [UInt8] = Array("SGO2".utf8)
@@ -178,10 +183,12 @@ public final class ReplayStore: Sendable {
 
     /// Opens (creating it with mode 0600 if needed) and loads the store; a torn last record is cut off.
     /// Nothing is dropped at load.
-    public init(path: String, clock: ReplayClock = .system(), parking: FaultParking? = FaultParking.fromEnvironment()) throws(ReplayStoreError) {
+    public init(path: String, clock: ReplayClock = .system(), parking: FaultParking? = FaultParking.fromEnvironment(),
+                faults: WriteFaults = .none) throws(ReplayStoreError) {
         self.path = path
         self.clock = clock
         self.parking = parking
+        self.faults = faults
         let lock = try Self.openLock(path)
         guard Self.takeLock(lock.fd) else {
             throw ReplayStoreError(path: path, message: "another process holds \(path).lock for more than \(Int(Self.lockWaitMilliseconds)) ms")
@@ -231,21 +238,28 @@ public final class ReplayStore: Sendable {
             let bootHold = overflow ? Int64.max : max(0, remaining)
             let entry = Entry(holdUntil: holdUntil, bootDeadline: Self.adding(boot, bootHold))
             let record = Self.record(key, holdUntil: holdUntil, bootID: clock.bootID, bootAt: boot, bootHold: bootHold)
-            switch s.data.fd.writeAll(record) {
+            switch faults.write?(path).map({ Result<Void, Errno>.failure($0) }) ?? s.data.fd.writeAll(record) {
             case .success:
                 break
             case .failure(let e):
                 // Cut off whatever part of the record reached the file, so the next append is aligned.
+                // A full disk leaves the store usable: the next pass tries again, and works once there is room.
                 if case .failure(let t) = s.data.fd.truncate(to: s.knownSize) {
                     s.broken = "write failed (\(e)) and cutting the partial record off failed too (\(t))"
                 }
-                return .failed("write \(path): \(e)")
+                return .failed("write \(path): \(e)" + Self.noSpaceNote(path, e))
             }
             parking?.reach("replay-record-written")
-            if case .failure(let e) = s.data.fd.dataSync() {
+            if case .failure(let e) = faults.sync?(path).map({ Result<Void, Errno>.failure($0) }) ?? s.data.fd.dataSync() {
                 // After a failed fsync Linux may have dropped the page: nothing written since can be trusted.
+                // Out of space (a file system that allocates at writeback, a quota): the record is cut off and
+                // the cut synced; once that sync succeeds the file holds exactly the records before it, all
+                // synced earlier, and the store goes on. Any other failure, or a cut that fails, stops it.
+                if e.meansNoSpace, case .success = s.data.fd.truncate(to: s.knownSize).flatMap({ s.data.fd.dataSync() }) {
+                    return .failed("fdatasync \(path): \(e)" + Self.noSpaceNote(path, e) + "; the record was cut off again")
+                }
                 s.broken = "fdatasync failed (\(e)); reopen the store (reload or restart) once the disk is fixed"
-                return .failed("fdatasync \(path): \(e)")
+                return .failed("fdatasync \(path): \(e)" + Self.noSpaceNote(path, e))
             }
             s.knownSize += Self.recordSize
             s.records += 1
@@ -260,6 +274,11 @@ public final class ReplayStore: Sendable {
             }
             return .fresh
         }
+    }
+
+    /// "; the file system mounted at /var/lib/scangate (ext4 /dev/mmcblk0p2) is full" for ENOSPC and EDQUOT.
+    static func noSpaceNote(_ path: String, _ e: Errno) -> String {
+        e.meansNoSpace ? "; " + MountPoint.fullDiskNote(path) : ""
     }
 
     static func adding(_ a: Int64, _ b: Int64) -> Int64 {

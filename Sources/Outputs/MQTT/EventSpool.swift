@@ -75,14 +75,20 @@ public struct SpoolError: Error, CustomStringConvertible, Sendable {
     public let message: String
     /// The directory's lock is held by another spool (another scangate, or an MQTT output not yet gone).
     public let lockBusy: Bool
+    /// The errno of the call that failed, when one did.
+    public let errno: Errno?
     public init(_ message: String, lockBusy: Bool = false) {
         self.message = message
         self.lockBusy = lockBusy
+        self.errno = nil
     }
     init(_ error: SystemError) {
         self.message = "mqtt-spool: " + error.description
         self.lockBusy = false
+        self.errno = error.errno
     }
+    /// The file system (or the quota) had no room for the write: ENOSPC, EDQUOT.
+    public var noSpace: Bool { errno?.meansNoSpace ?? false }
     public var description: String { message }
 }
 
@@ -250,6 +256,8 @@ public final class EventSpool: Sendable {
     public let limits: SpoolLimits
     public let clock: SpoolClock
     private let logger: Logger
+    /// Test failures of a record batch's write and fdatasync (a full disk); `.none` in service.
+    private let faults: WriteFaults
     private let state: PosixMutex<State>
     private let lockFD: Int32
     private let headFD: Int32
@@ -307,11 +315,13 @@ public final class EventSpool: Sendable {
     /// a torn tail is cut off, damage elsewhere is skipped and counted, delivered segments are removed.
     /// Takes an exclusive lock on the directory (`lock`), so a second spool on it, in this process or
     /// another, fails (with `lockBusy`).
-    public init(directory: String, limits: SpoolLimits, logger: Logger, clock: SpoolClock = .system()) throws(SpoolError) {
+    public init(directory: String, limits: SpoolLimits, logger: Logger, clock: SpoolClock = .system(),
+                faults: WriteFaults = .none) throws(SpoolError) {
         self.directory = directory
         self.limits = limits
         self.logger = logger
         self.clock = clock
+        self.faults = faults
         try EventSpool.makeDirectory(directory)
 
         let lockPath = directory + "/lock"
@@ -443,7 +453,7 @@ public final class EventSpool: Sendable {
         // reader stops at `durableSize`, and damage handling never truncates.
         var written = 0
         while written < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in
+            let n = faults.write?(plan.path).map({ Result<Int, Errno>.failure($0) }) ?? bytes.withUnsafeBytes { raw in
                 retryOnInterrupt { pwrite(plan.fd, raw.baseAddress! + written, raw.count - written, off_t(plan.offset + written)) }
             }
             switch n {
@@ -453,7 +463,7 @@ public final class EventSpool: Sendable {
                 throw SpoolError(SystemError("write", plan.path, e))
             }
         }
-        if case .failure(let e) = retryOnInterrupt({ fdatasync(plan.fd) }) {
+        if case .failure(let e) = faults.sync?(plan.path).map({ Result<Int32, Errno>.failure($0) }) ?? retryOnInterrupt({ fdatasync(plan.fd) }) {
             rollBack(fd: plan.fd, path: plan.path, offset: plan.offset, count: payloads.count, bytes: bytes.count)
             throw SpoolError(SystemError("fdatasync", plan.path, e))
         }

@@ -62,8 +62,10 @@ public struct MQTTLinkStatus: Sendable, Equatable {
     public var queueDropped: UInt64
     /// While not connected: the seconds until the next attempt (the backoff); nil while connected.
     public var retryInSeconds: Int?
+    /// Events dropped because the spool's file system had no room for them (a full disk).
+    public var noSpaceDropped: UInt64 = 0
 
-    public var dropped: UInt64 { spool.dropped + queueDropped }
+    public var dropped: UInt64 { spool.dropped + queueDropped + noSpaceDropped }
 }
 
 enum FleetJSON {
@@ -104,6 +106,7 @@ enum FleetJSON {
                 ("spool_dropped_expired", String(link.spool.droppedExpired)),
                 ("spool_dropped_damaged", String(link.spool.droppedDamaged)),
                 ("spool_dropped_refused", String(link.spool.droppedRefused)),
+                ("spool_dropped_no_space", String(link.noSpaceDropped)),
                 ("queue_dropped", String(link.queueDropped)),
                 ("acknowledged", String(link.acknowledged)),
             ])),

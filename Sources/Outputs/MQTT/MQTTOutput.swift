@@ -21,6 +21,8 @@ public struct MQTTOutputDependencies: Sendable {
     public var onAcknowledged: (@Sendable (Int) -> Void)?
     /// The clocks that stamp spooled events and command ids (tests inject their own).
     public var clock: SpoolClock
+    /// Test failures of the spool's writes (a full disk); `.none` in service.
+    public var writeFaults: WriteFaults = .none
 
     /// The broker link is not the door controller's: it is not reported to a ControllerLinkObserver (the
     /// status LED, STATUS=); it is in `MQTTOutput.link` and `health`, which status and metrics read.
@@ -210,6 +212,8 @@ final class MQTTSessionContext: Sendable {
     struct Shared {
         var queue = PayloadQueue(limitBytes: MQTTOutput.queueLimitBytes)
         var queueDropped: UInt64 = 0
+        /// Events dropped because the spool's file system had no room for them (ENOSPC, EDQUOT).
+        var noSpaceDropped: UInt64 = 0
         var connected = false
         var detail = "not connected yet"
         var retryIn: Int?
@@ -242,7 +246,7 @@ final class MQTTSessionContext: Sendable {
     func openSpool() -> Result<EventSpool, SpoolError> {
         do {
             return .success(try EventSpool(directory: configuration.settings.spool, limits: SpoolLimits(settings: configuration.settings),
-                                           logger: dependencies.logger, clock: dependencies.clock))
+                                           logger: dependencies.logger, clock: dependencies.clock, faults: dependencies.writeFaults))
         } catch {
             return .failure(error)
         }
@@ -326,6 +330,25 @@ final class MQTTSessionContext: Sendable {
         }
     }
 
+    /// A batch the spool's file system has no room for (ENOSPC, EDQUOT): dropped at once and counted
+    /// (`spool_dropped_no_space`), logged rate-limited naming the directory and the full file system,
+    /// and the failure kept for health until a write succeeds. Held in memory instead, events would
+    /// reach no one while nothing showed them lost, and a stop would lose them uncounted.
+    func dropForLackOfSpace(_ batch: [[UInt8]], _ error: SpoolError) {
+        let (total, first) = state.withLock { s -> (UInt64, Bool) in
+            let first = s.spoolFailure == nil
+            s.noSpaceDropped += UInt64(batch.count)
+            s.spoolFailure = error.description
+            s.lastError = error.description
+            s.lastErrorAt = WallClock.nowNanoseconds()
+            return (s.noSpaceDropped, first)
+        }
+        logger.error("mqtt: cannot write the spool: \(error); \(MountPoint.fullDiskNote(configuration.settings.spool)): "
+                     + "dropped \(batch.count) event\(batch.count == 1 ? "" : "s"), \(total) dropped for lack of space so far",
+                     rateLimitKey: "mqtt-spool-no-space")
+        if first { nudgeState() }
+    }
+
     var queuedCount: Int { state.withLock { $0.queue.count } }
 
     /// Entries, bytes charged against the bound and payload bytes really held (for tests and health).
@@ -394,7 +417,8 @@ final class MQTTSessionContext: Sendable {
         let depth = spool?.depth ?? SpoolDepth()
         return state.withLock { s in
             MQTTLinkStatus(connected: s.connected, detail: s.detail, lastError: s.lastError, lastErrorAt: s.lastErrorAt,
-                           spool: depth, acknowledged: s.acknowledged, queueDropped: s.queueDropped, retryInSeconds: s.retryIn)
+                           spool: depth, acknowledged: s.acknowledged, queueDropped: s.queueDropped, retryInSeconds: s.retryIn,
+                           noSpaceDropped: s.noSpaceDropped)
         }
     }
 }
@@ -440,6 +464,11 @@ struct SpoolWriter {
                         context.logger.notice("mqtt spool \(spool.directory): writing again")
                     }
                     context.wake.signal()
+                } catch where error.noSpace {
+                    // No room on the file system: dropped and counted; the next batch tries again.
+                    context.dropForLackOfSpace(batch, error)
+                    failing = true
+                    break
                 } catch {
                     // Kept in memory (bounded) and tried again; the session still sends what is on disk.
                     context.requeue(batch)

@@ -19,6 +19,7 @@ import wiegand_checks  # noqa: E402,F401
 import stop_checks  # noqa: E402,F401
 import osdp_checks  # noqa: E402,F401
 import credential_checks  # noqa: E402,F401
+import disk_checks  # noqa: E402,F401
 
 
 def main():
