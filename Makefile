@@ -30,6 +30,7 @@ test: test-unit test-soak hil test-powercut test-fuzz test-sanitizers
 ## systemd-analyze and udev, so the deb group is installed too; the interop tests need the real peers
 ## (mosquitto, node exporter) and the PyPI ones in .build/venv (scripts/python-env).
 test-unit:
+	@scripts/check-package
 	@scripts/install-deps build test deb
 	@scripts/python-env
 	$(SWIFT) build --build-tests

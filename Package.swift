@@ -51,44 +51,44 @@ let package = Package(
         // INI file + command line → Settings (libinih).
         .target(name: "Config", dependencies: ["Core", "Platform", "Settings", "CInih"], swiftSettings: swiftSettings),
         // Image files: PGM, PNG, JPEG, Y4M (read), PNG/PGM (write).
-        .target(name: "Images", dependencies: ["Core", "CPNG", "CTurboJPEG"], swiftSettings: swiftSettings),
+        .target(name: "Images", dependencies: ["Core", "Platform", "CPNG", "CTurboJPEG"], swiftSettings: swiftSettings),
 
         // 1. Sources: the simulator, replay, the V4L2 camera.
-        .target(name: "Simulator", dependencies: ["Core", "Settings", "Images", "CQREncode"], swiftSettings: swiftSettings),
-        .target(name: "Replay", dependencies: ["Core", "Settings", "Images"], swiftSettings: swiftSettings),
+        .target(name: "Simulator", dependencies: ["Core", "Platform", "Settings", "Images", "CQREncode"], swiftSettings: swiftSettings),
+        .target(name: "Replay", dependencies: ["Core", "Platform", "Settings", "Images"], swiftSettings: swiftSettings),
         .target(name: "Camera", dependencies: ["Core", "Settings", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
                 swiftSettings: swiftSettings),
         // 3. The stream decoder (zbar), the change gate, the normaliser.
         .target(name: "Decoding", dependencies: ["Core", "Settings", "Platform", "CZbar", "CShim"],
                 swiftSettings: swiftSettings),
         // 4. Report-once rules.
-        .target(name: "Debounce", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
+        .target(name: "Debounce", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
         // 5. Policies on the credential itself: the payload filters, and signed passes verified offline.
         .target(name: "Policies", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
-        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "Components", "CShim", "COpenSSL"],
+        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "Components", "COpenSSL"],
                 swiftSettings: swiftSettings),
         // 2-5. Capture thread, newest-frame handoff, the decode queue, the dispatcher (policies → door
         // outputs → report outputs → feedback).
-        .target(name: "Pipeline", dependencies: ["Core", "Decoding", "Debounce"], swiftSettings: swiftSettings),
+        .target(name: "Pipeline", dependencies: ["Core", "Platform", "Decoding", "Debounce"], swiftSettings: swiftSettings),
 
         // Drivers that feedback and the outputs use.
         .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "CGpiod"], swiftSettings: swiftSettings),
-        .target(name: "Sound", dependencies: ["Core", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
-        .target(name: "SerialLine", dependencies: ["Core", "Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "Sound", dependencies: ["Core", "Platform", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "SerialLine", dependencies: ["Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
 
         // How an output or feedback device registers: its options, factory and doctor check.
         .target(name: "Components", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
         // 6. Outputs, one folder each.
-        .target(name: "Stdout", dependencies: ["Core", "Settings", "Components"], path: "Sources/Outputs/Stdout",
+        .target(name: "Stdout", dependencies: ["Core", "Platform", "Settings", "Components"], path: "Sources/Outputs/Stdout",
                 swiftSettings: swiftSettings),
-        .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
+        .target(name: "Serial", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
         // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
         .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine", "COpenSSL"],
                 path: "Sources/Outputs/OSDP", swiftSettings: swiftSettings),
         // Wiegand on two GPIO lines (formats, number mapping, a real-time transmitter) and the panel's LED
         // and beeper inputs.
-        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "CGpiod"],
+        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO"],
                 path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
         // A door strike's relay on one GPIO line, pulsed for each accepted read (a door with no panel).
         .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO"],
@@ -106,24 +106,28 @@ let package = Package(
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
-        .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
+        .target(name: "Service", dependencies: ["Core", "Platform", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate doctor`: every configured device probed as `run` would use it.
         .target(name: "Doctor", dependencies: ["Core", "Platform", "Settings", "Config", "Components", "Catalog", "Camera",
-                                               "Simulator", "Replay", "Decoding", "Policies", "GPIO", "Sound", "SerialLine",
+                                               "Simulator", "Decoding", "Pipeline", "GPIO", "Sound", "SerialLine", "Serial",
                                                "Credentials"],
                 swiftSettings: swiftSettings),
-        // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
-        // scoring, `bench` and `soak`.
-        .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
-                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "Feedback",
-                                              "CShim",
-                                              "CZbar", "CZXingShim"],
-                swiftSettings: swiftSettings),
+        // Tools outside the decode path of `run`, one target each:
+        // still images (decode-image: zbar and zxing-cpp, label unwarping, corpus scoring),
+        .target(name: "StillImages", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "CZXingShim"],
+                path: "Sources/Tools/StillImages", swiftSettings: swiftSettings),
+        // the daemon run as a child process and the soak that watches its memory and descriptors,
+        .target(name: "Soak", dependencies: ["Core", "Platform"], path: "Sources/Tools/Soak", swiftSettings: swiftSettings),
+        // and `bench`: the pipeline and each output timed on the devices they drive.
+        .target(name: "Bench", dependencies: ["Core", "Platform", "Settings", "Decoding", "Debounce", "Pipeline", "Simulator",
+                                              "Stdout", "Serial", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "Feedback",
+                                              "Soak", "CShim"],
+                path: "Sources/Tools/Bench", swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
-        .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
-                                            "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
-                                            "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials", "MQTT",
-                                            "SerialLine"],
+        .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator",
+                                            "Camera", "Decoding", "Debounce", "Pipeline", "Components",
+                                            "Catalog", "Feedback", "Service", "Doctor", "StillImages", "Bench", "Soak", "Wiegand",
+                                            "Credentials", "MQTT", "SerialLine", "CShim"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
@@ -131,7 +135,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "Tools", "App", "CShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
+                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),
@@ -144,7 +148,7 @@ let package = Package(
 if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
-                          dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "Tools", "Pipeline", "Stdout",
+                          dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "StillImages", "Pipeline", "Stdout",
                                          "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT", "Policies"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }

@@ -1,5 +1,7 @@
 import Synchronization
-import Tools
+import Bench
+import Soak
+import StillImages
 import Wiegand
 import Core
 import Decoding

@@ -6,7 +6,7 @@ import Images
 import Platform
 import Simulator
 import Settings
-import Tools
+import StillImages
 
 /// `scangate credential keygen|issue|verify`: signed passes for a small site without a server, for a
 /// manual gate, and for tests.

@@ -4,7 +4,7 @@ import Decoding
 import Images
 import Platform
 import Settings
-import Tools
+import StillImages
 
 /// `scangate decode-image FILE...`: prints each payload found on its own line as raw bytes.
 /// Exit 0 when anything was found, 1 when nothing was, 2 when a file cannot be read (the other files

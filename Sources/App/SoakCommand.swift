@@ -1,4 +1,5 @@
-import Tools
+import Bench
+import Soak
 import Core
 import Images
 import Platform

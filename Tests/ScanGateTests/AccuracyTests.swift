@@ -2,7 +2,7 @@ import XCTest
 import Decoding
 #if canImport(Glibc)
 import Glibc
-import Tools
+import StillImages
 #endif
 
 /// Accuracy floors on the real-photo corpus (../shared/corpus next to the repository, as on CI).

@@ -1,4 +1,4 @@
-import Tools
+import Bench
 import XCTest
 
 /// benchCredentials runs every case and produces rows (no timing asserted: the machine is shared).

@@ -1,7 +1,7 @@
 import XCTest
 import Core
 @testable import Decoding
-@testable import Tools
+@testable import StillImages
 
 /// The flattened-label pass: a QR printed on a light sticker, on a darker wavy surface.
 extension DecodingTests {

@@ -4,7 +4,7 @@ import Core
 import Platform
 @testable import Decoding
 import Settings
-@testable import Tools
+@testable import StillImages
 
 /// Still-image decoding: the second passes, QR text conversion, Code 39 full ASCII, EAN add-ons and
 /// the zxing-cpp decoder, through the real zbar and zxing-cpp.

@@ -1,4 +1,4 @@
-import Tools
+import Bench
 import Core
 import Foundation
 import XCTest

@@ -6,7 +6,7 @@ import Images
 import Simulator
 import XCTest
 import Settings
-import Tools
+import StillImages
 
 /// Inputs the libFuzzer targets (Tests/Fuzz) found, fed to the same functions with the same invariant.
 final class FuzzRegressionTests: XCTestCase {

@@ -6,7 +6,7 @@ import Core
 @testable import Decoding
 import Images
 import XCTest
-import Tools
+import StillImages
 
 /// zbar's assertion reports (fprintf to stdio's stderr) reach the logger at debug level, rate-limited;
 /// other writes to stdio's stderr still reach fd 2 unchanged.

@@ -1,5 +1,5 @@
 import XCTest
-@testable import Tools
+@testable import Bench
 @testable import Core
 import Decoding
 

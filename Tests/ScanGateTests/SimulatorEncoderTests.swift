@@ -4,7 +4,7 @@ import Images
 @testable import Simulator
 import XCTest
 import Settings
-import Tools
+import StillImages
 
 /// Decodes an image through the real zbar decoder.
 func simulatorDecode(_ image: LumaImage, symbologies: Set<Symbology> = Set(Symbology.allCases),

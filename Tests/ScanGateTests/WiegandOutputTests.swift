@@ -3,7 +3,7 @@ import GPIO
 import Platform
 import XCTest
 import Wiegand
-import Tools
+import Bench
 import Settings
 
 /// The output as the daemon, doctor and bench use it: construction, health, doctor's test frame and

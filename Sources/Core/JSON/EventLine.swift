@@ -1,4 +1,3 @@
-import Core
 import Platform
 
 /// The text of one event on stdout, in each output format.

@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Core
 import Platform
-import Serial
 import Components
 import SerialLine
 import Settings

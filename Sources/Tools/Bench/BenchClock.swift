@@ -53,8 +53,3 @@ public struct Percentiles: Sendable {
     }
     public var count: Int { sorted.count }
 }
-
-/// The text of a NUL-terminated C buffer (as fgets fills it).
-func cText(_ buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}

@@ -1,4 +1,5 @@
 import Core
+import Soak
 import Debounce
 import Decoding
 import Dispatch

@@ -1,6 +1,6 @@
 import Core
 import Decoding
-import Tools
+import StillImages
 
 /// The flattened-label pass of decode-image on arbitrary small images.
 enum DecodingFuzz {
