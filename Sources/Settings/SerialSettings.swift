@@ -53,3 +53,27 @@ extension RunSettings {
         set { self[SerialSettings.self] = newValue }
     }
 }
+
+extension SerialSettings {
+    /// Checks the combination of options; each error names the options and what is allowed. The one check
+    /// that needs the frame encoder (the bytes it generates) is `SerialOutput.validate`, in Outputs/Serial.
+    public func validate() throws(UsageError) {
+        if checksum != .none && framing != .stxEtx {
+            throw UsageError("--serial-checksum \(checksum.rawValue) needs --serial-framing stx-etx")
+        }
+        if framing == .plain && effectiveSuffix.isEmpty {
+            throw UsageError("--serial-suffix: plain framing needs a suffix that ends each frame (default \\r\\n)")
+        }
+        if rs485 && rtscts {
+            throw UsageError("--serial-rs485 and --serial-rtscts cannot be combined (RS-485 drives RTS for the transmitter)")
+        }
+        for (name, bytes) in [("--serial-prefix", prefix), ("--serial-suffix", effectiveSuffix)] {
+            if let b = bytes.first(where: { Int($0) >= format.byteLimit }) {
+                throw UsageError("\(name): byte 0x\(Hex.string([b])) does not fit \(format.dataBits) data bits (--serial-format \(format))")
+            }
+        }
+        if !replyGrant.isEmpty && replyGrant == replyDeny {
+            throw UsageError("--serial-reply-grant and --serial-reply-deny are the same line; a reply could not say which it means")
+        }
+    }
+}

@@ -100,7 +100,7 @@ final class SerialOptionsTests: XCTestCase {
 
     private func validation(_ arguments: [String]) -> String {
         do {
-            try parse(["--serial", "/dev/ttyUSB0"] + arguments).serial.validate()
+            try SerialOutput.validate(parse(["--serial", "/dev/ttyUSB0"] + arguments).serial)
             return "valid"
         } catch {
             return "\(error)"

@@ -38,7 +38,7 @@ final class SerialOutputTests: XCTestCase {
                           line: UInt = #line) throws -> [UInt8] {
         let pty = try PseudoTerminal()
         let s = settings(pty.name, change)
-        XCTAssertNoThrow(try s.validate(), file: file, line: line)
+        XCTAssertNoThrow(try SerialOutput.validate(s), file: file, line: line)
         let sink = SerialOutput(settings: s, logger: log.logger)
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         let sentinel = serialEvent(999, "SENTINEL")

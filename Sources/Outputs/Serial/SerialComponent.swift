@@ -9,9 +9,9 @@ extension SerialOutput {
         Component(
             name: "serial", options: OptionTable.serial,
             role: .output(OutputFactory(
-                section: \.serial, isConfigured: { $0.path != nil }, validate: { try $0.validate() },
+                section: \.serial, isConfigured: { $0.path != nil }, validate: { try SerialOutput.validate($0) },
                 make: { settings, context in
-                    try settings.serial.validate()
+                    try SerialOutput.validate(settings.serial)
                     return SerialOutput(settings: settings.serial, logger: context.logger, feedback: context.feedback,
                                         system: system)
                 })),
@@ -22,5 +22,14 @@ extension SerialOutput {
                 guard settings.serial.path != nil else { return [] }
                 return DoctorSerialCheck(settings: settings.serial, options: context.options, system: system).run()
             })
+    }
+}
+
+extension SerialOutput {
+    /// Every check of `[serial]`: the section's own (`SerialSettings.validate()`, in Settings/) and the one
+    /// that needs this output's frame encoder.
+    public static func validate(_ settings: SerialSettings) throws(UsageError) {
+        try settings.validate()
+        try SerialFrameEncoder(settings: settings).checkGeneratedBytes(settings)
     }
 }

@@ -65,3 +65,25 @@ public struct SerialFrameEncoder: Sendable {
         return out
     }
 }
+
+extension SerialFrameEncoder {
+    /// No byte this encoder generates (hex digits, escapes, checksum digits, symbology tags) may exceed the
+    /// line's data bits or be a prefix or suffix byte, so that a payload can never fake a frame boundary.
+    func checkGeneratedBytes(_ settings: SerialSettings) throws(UsageError) {
+        let delimiters = Set(settings.prefix + settings.effectiveSuffix)
+        for (generated, source) in generatedBytes {
+            if let b = generated.first(where: { Int($0) >= settings.format.byteLimit }) {
+                throw UsageError("--serial-format \(settings.format): '\(CEscapedText.render([b]))' from \(source) does not fit \(settings.format.dataBits) data bits")
+            }
+            if let b = generated.first(where: { delimiters.contains($0) }) {
+                let name = settings.prefix.contains(b) ? "--serial-prefix" : "--serial-suffix"
+                throw UsageError("\(name): '\(CEscapedText.render([b]))' also appears in \(source), so a payload could fake a frame boundary; use control bytes such as \\r\\n")
+            }
+        }
+    }
+}
+/// The control bytes STX/ETX framing writes.
+enum ControlByte {
+    static let stx: UInt8 = 0x02
+    static let etx: UInt8 = 0x03
+}

@@ -33,7 +33,7 @@ public final class SerialOutput: DoorOutput, HealthReporting {
     /// Throws for an impossible combination of options. A port that cannot be opened now is logged and
     /// retried in the background: it never stops scanning.
     public static func make(settings: SerialSettings, context: OutputContext) throws(UsageError) -> SerialOutput {
-        try settings.validate()
+        try SerialOutput.validate(settings)
         return SerialOutput(settings: settings, logger: context.logger, feedback: context.feedback)
     }
 

@@ -22,7 +22,7 @@ enum SerialFramingFuzz {
         let symbology = input.pick(Symbology.allCases)
         let payload = input.rest()
         // Settings the daemon refuses at start-up are not fuzzed further.
-        guard (try? settings.validate()) != nil else { return }
+        guard (try? SerialOutput.validate(settings)) != nil else { return }
         check(settings: settings, symbol: DecodedSymbol(symbology: symbology, data: payload,
                                                         bounds: Rect(x: 0, y: 0, w: 1, h: 1)))
     }
