@@ -67,7 +67,7 @@ public enum Doctor {
     /// `logger`; the outcome is in the rows.
     public static func check(_ settings: RunSettings, options: DoctorOptions, logger: Logger,
                              system: DoctorSystem = DoctorSystem()) -> [DoctorRow] {
-        var rows = DoctorCameraCheck(settings: settings, options: options, logger: logger, system: system).run()
+        var rows = CameraDoctor(settings: settings, options: options, logger: logger, system: system).run()
         let context = DoctorContext(options: options, logger: logger)
         let components = Catalog.components(system.devices)
         // A test switch for a device that is not configured tested nothing: a failure, with how to set it up.
@@ -78,7 +78,7 @@ public enum Doctor {
             rows += component.doctor(settings, context)
         }
         rows += Catalog.policyDoctorRows(settings, context: context)
-        rows += DoctorDiskCheck.rows(settings)
+        rows += DiskDoctor.rows(settings)
         return rows
     }
 

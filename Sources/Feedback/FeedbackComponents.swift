@@ -17,7 +17,7 @@ extension GPIOFeedback {
                                      isConfigured: { $0.gpio.hasLines })],
             doctor: { settings, context in
                 guard settings.gpio.chip != nil else { return [] }
-                return DoctorGPIOCheck(settings: settings.gpio, options: context.options, logger: context.logger,
+                return GPIODoctor(settings: settings.gpio, options: context.options, logger: context.logger,
                                        calls: calls).run()
             })
     }
@@ -37,7 +37,7 @@ extension BeepFeedback {
                                      isConfigured: { $0.beep.enabled })],
             doctor: { settings, context in
                 guard settings.beep.enabled else { return [] }
-                return DoctorSoundCheck(settings: settings.beep, options: context.options, calls: calls).run()
+                return SoundDoctor(settings: settings.beep, options: context.options, calls: calls).run()
             })
     }
 }

@@ -19,15 +19,15 @@ final class DoctorDiskTests: XCTestCase {
         return s
     }
 
-    func probe(free: UInt64, inodes: UInt64 = 1000) -> DoctorDiskCheck.Probe {
-        DoctorDiskCheck.Probe(space: { _ in .success(FileSystemSpace(blockSize: 4096, totalBytes: 8 << 20, availableBytes: free,
+    func probe(free: UInt64, inodes: UInt64 = 1000) -> DiskDoctor.Probe {
+        DiskDoctor.Probe(space: { _ in .success(FileSystemSpace(blockSize: 4096, totalBytes: 8 << 20, availableBytes: free,
                                                                     availableInodes: inodes, totalInodes: 2048)) },
                               mount: { _ in MountPoint(directory: "/mnt/kiosk", source: "/dev/loop7", type: "ext4") },
                               existingDirectory: { $0 })
     }
 
     func testAFullFileSystemFailsNamingTheMountAndWhatItBreaks() {
-        let rows = DoctorDiskCheck.rows(settings("/mnt/kiosk/state"), probe: probe(free: 0))
+        let rows = DiskDoctor.rows(settings("/mnt/kiosk/state"), probe: probe(free: 0))
         XCTAssertEqual(rows.count, 2, "\(rows)")
         let store = rows[0]
         XCTAssertEqual(store.check, "disk /mnt/kiosk/state")
@@ -41,8 +41,8 @@ final class DoctorDiskTests: XCTestCase {
         let table = DoctorReport(rows: rows).table
         XCTAssertTrue(table.contains("\ndisk /mnt/kiosk/state             FAIL    no space left on /mnt/kiosk (ext4 /dev/loop7)"), table)
         // Less than one block is full too; no inodes left is named as such.
-        XCTAssertEqual(DoctorDiskCheck.rows(settings("/x"), probe: probe(free: 4095))[0].result, .fail)
-        let noInodes = DoctorDiskCheck.rows(settings("/x"), probe: probe(free: 1 << 20, inodes: 0))[0]
+        XCTAssertEqual(DiskDoctor.rows(settings("/x"), probe: probe(free: 4095))[0].result, .fail)
+        let noInodes = DiskDoctor.rows(settings("/x"), probe: probe(free: 1 << 20, inodes: 0))[0]
         XCTAssertEqual(noInodes.result, .fail)
         XCTAssertTrue(noInodes.detail.hasPrefix("no inodes left on /mnt/kiosk"), noInodes.detail)
     }
@@ -51,10 +51,10 @@ final class DoctorDiskTests: XCTestCase {
         var s = settings("/mnt/kiosk")
         s.mqtt.spool = "/mnt/kiosk"
         s.service.metricsTextfile = "/mnt/kiosk/metrics.prom"
-        let rows = DoctorDiskCheck.rows(s, probe: probe(free: 3 << 20))
+        let rows = DiskDoctor.rows(s, probe: probe(free: 3 << 20))
         XCTAssertEqual(rows, [.pass(.disk, "disk /mnt/kiosk", "3.0 MiB of 8.0 MiB free on /mnt/kiosk (ext4 /dev/loop7), "
                                     + "for credential-replay-store, mqtt-spool, metrics-textfile")])
-        XCTAssertEqual(DoctorDiskCheck.rows(RunSettings(), probe: probe(free: 0)), [], "nothing written: no rows")
+        XCTAssertEqual(DiskDoctor.rows(RunSettings(), probe: probe(free: 0)), [], "nothing written: no rows")
     }
 
     /// The real statvfs and mountinfo on this machine's temporary directory: a pass that names a mount,
@@ -62,7 +62,7 @@ final class DoctorDiskTests: XCTestCase {
     func testTheRealFileSystemOfATemporaryDirectory() throws {
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let rows = DoctorDiskCheck.rows(settings(dir))
+        let rows = DiskDoctor.rows(settings(dir))
         XCTAssertEqual(rows.map(\.result), [.pass, .pass], "\(rows)")
         XCTAssertTrue(rows[0].detail.contains(" free on /"), rows[0].detail)
         XCTAssertTrue(rows[1].detail.hasSuffix("(\(dir)/mqtt-spool does not exist yet; judged by \(dir))"), rows[1].detail)

@@ -20,7 +20,7 @@ extension SerialOutput {
                                      isConfigured: { $0.serial.path != nil })],
             doctor: { settings, context in
                 guard settings.serial.path != nil else { return [] }
-                return DoctorSerialCheck(settings: settings.serial, options: context.options, system: system).run()
+                return SerialDoctor(settings: settings.serial, options: context.options, system: system).run()
             })
     }
 }

@@ -10,7 +10,7 @@ import Settings
 /// Doctor's GPIO rows: the chip `--gpio-chip` names (label, name, path), then each configured role's line
 /// requested as an output the way `run` requests it (`GPIOOutputs`). With `--blink` each line is driven
 /// active once for `blinkMilliseconds`, one after the other; every line is inactive and released at the end.
-struct DoctorGPIOCheck {
+struct GPIODoctor {
     let settings: GPIOSettings
     let options: DoctorOptions
     let logger: Logger

@@ -13,7 +13,7 @@ extension DoctorPart {
 /// gets it) and the mount. A file system with no room for one more block or file fails: one-time passes
 /// are then refused as `replay store failed`, events dropped, a panel's new key or address not kept.
 /// A directory not made yet is judged by its nearest existing parent. Nothing is written.
-public enum DoctorDiskCheck {
+public enum DiskDoctor {
     /// The system calls the rows need, so tests can give a full disk (the real ones by default).
     public struct Probe: Sendable {
         public var space: @Sendable (String) -> Result<FileSystemSpace, SystemError>

@@ -15,7 +15,7 @@ import Credentials
 /// Doctor's camera rows: what the V4L2 node offers, the source opened the way `run` opens it, a test
 /// capture of up to `captureSeconds`, and the codes zbar finds in those frames. Works on every source
 /// (`sim:`, `replay:`, V4L2), so the simulator can stand in for a camera in tests.
-struct DoctorCameraCheck {
+struct CameraDoctor {
     let settings: RunSettings
     let options: DoctorOptions
     let logger: Logger

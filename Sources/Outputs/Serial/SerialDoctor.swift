@@ -10,7 +10,7 @@ import Settings
 /// Doctor's serial rows: the `--serial` port opened and configured the way the serial sink opens it
 /// (speed, format and flow control read back from the driver), and with `--test-frame` one frame with the
 /// payload "SCANGATE-TEST" written through the configured framing and waited for until transmitted.
-struct DoctorSerialCheck {
+struct SerialDoctor {
     let settings: SerialSettings
     let options: DoctorOptions
     let system: any SerialSystemCalls

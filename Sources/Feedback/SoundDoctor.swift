@@ -9,7 +9,7 @@ import Settings
 
 /// Doctor's sound rows: the `--beep-device` PCM opened the way the beep sink opens it, and with
 /// `--test-beep` the good-read pattern played on it (written, then drained). The PCM is closed at the end.
-struct DoctorSoundCheck {
+struct SoundDoctor {
     let settings: BeepSettings
     let options: DoctorOptions
     let calls: any ALSACalls
