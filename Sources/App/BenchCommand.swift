@@ -19,7 +19,7 @@ enum BenchCommand {
           throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
           idle cost    CPU per frame on a static scene vs one full zbar pass          target <= 10%
           first frame  a code appearing is read in the first frame it is in view (gating on)
-          latency      frame dequeue -> sinks done, p50/p99, and beyond the frame's decode time (<= 2 ms)
+          latency      frame dequeue -> outputs done, p50/p99, and beyond the frame's decode time (<= 2 ms)
           wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
                        200 us-20 ms), min/p50/p99/max
           credentials  signed-pass verification per pass (JWT/CWT, Ed25519/ES256), p50/p99, beside one
@@ -134,7 +134,7 @@ enum BenchCommand {
                                  target: ">= 97%", pass: t.ratio >= 0.97))
         report.stages = [("capture", t.stages.capture.meanMilliseconds), ("handoff", t.stages.handoff.meanMilliseconds),
                          ("decode", t.stages.decode.meanMilliseconds), ("debounce", t.stages.debounce.meanMilliseconds),
-                         ("sinks", t.stages.sinks.meanMilliseconds)]
+                         ("outputs", t.stages.outputs.meanMilliseconds)]
 
         next("idle cost")
         let idle = try bench.idleCost(frames: idleFrames)

@@ -7,7 +7,7 @@ import Sound
 import Components
 import Settings
 
-/// Doctor's sound rows: the `--beep-device` PCM opened the way the beep sink opens it, and with
+/// Doctor's sound rows: the `--beep-device` PCM opened the way the beep feedback opens it, and with
 /// `--test-beep` the good-read pattern played on it (written, then drained). The PCM is closed at the end.
 struct SoundDoctor {
     let settings: BeepSettings

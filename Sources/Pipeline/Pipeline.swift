@@ -234,9 +234,9 @@ public final class Pipeline: @unchecked Sendable {
             let read = ReadEvent(seq: nextSeq, wallTimeNanoseconds: WallClock.nowNanoseconds(), symbol: symbol,
                                  frame: frame.sequence, dequeuedAt: frame.dequeuedAt, emittedAt: .now())
             nextSeq += 1
-            let sinkStart = MonotonicInstant.now()
+            let outputStart = MonotonicInstant.now()
             let event = dispatcher.dispatch(read)
-            stats.stageTimed(\.sinks, MonotonicInstant.now().nanoseconds &- sinkStart.nanoseconds)
+            stats.stageTimed(\.outputs, MonotonicInstant.now().nanoseconds &- outputStart.nanoseconds)
             stats.codeReported(accepted: event.verdict.isAccepted)
             if options.oneshot && event.verdict.isAccepted {
                 stop()

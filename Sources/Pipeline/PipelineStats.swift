@@ -50,12 +50,12 @@ public struct StageTime: Sendable, Equatable {
 }
 
 /// Per-stage timing: capture (source), handoff (dequeue → decode start), decode, debounce (with the
-/// payload policies), sinks (all handle() calls for an event).
+/// payload policies), outputs (all handle() calls for an event).
 public struct StageTimes: Sendable, Equatable {
     public var capture = StageTime()
     public var handoff = StageTime()
     public var decode = StageTime()
     public var debounce = StageTime()
-    public var sinks = StageTime()
+    public var outputs = StageTime()
     public init() {}
 }

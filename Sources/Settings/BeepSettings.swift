@@ -3,7 +3,7 @@ import Core
 /// What the user chose for the ALSA beep (the `[beep]` section). Settings only: the open PCM and the
 /// retry state live in `BeepSink`.
 public struct BeepSettings: SettingsSection {
-    /// Played for an accepted read; nil: no beep at all (the sink is not created).
+    /// Played for an accepted read; nil: no beep at all (the beep feedback is not created).
     public var good: BeepPattern? = nil
     /// Played for a rejected read; nil: rejected reads are silent.
     public var error: BeepPattern? = BeepPattern.defaultError

@@ -2,7 +2,7 @@ import Platform
 import Core
 
 /// What the user chose for the door-controller serial line (the `[serial]` section). nil path: no serial.
-/// Runtime state (the open port, pending events) lives in `SerialSink`.
+/// Runtime state (the open port, pending events) lives in `SerialOutput`.
 public struct SerialSettings: SettingsSection {
     /// `/dev/ttyUSB0`, `/dev/serial/by-id/...`, `/dev/ttyAMA0`.
     public var path: String? = nil

@@ -11,7 +11,7 @@ public protocol ALSACalls: Sendable {
     func pcmPrepare(_ pcm: OpaquePointer) -> Int32
     /// snd_pcm_writei: frames written, or a negative code (-EAGAIN when non-blocking and full).
     func pcmWritei(_ pcm: OpaquePointer, _ buffer: UnsafeRawPointer, frames: Int) -> Int
-    /// snd_pcm_recover, silently (the sink logs what matters itself).
+    /// snd_pcm_recover, silently (the beep feedback logs what matters itself).
     func pcmRecover(_ pcm: OpaquePointer, _ error: Int32) -> Int32
     /// snd_pcm_wait: 1 ready, 0 timeout, negative code on error (-EPIPE, -ESTRPIPE).
     func pcmWait(_ pcm: OpaquePointer, timeoutMilliseconds: Int32) -> Int32

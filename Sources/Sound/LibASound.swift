@@ -2,7 +2,7 @@ import CALSA
 import CShim
 
 /// The real libasound behind `ALSACalls`. Creating it installs ALSA's silent error handler once, so
-/// libasound never prints to stderr (a missing card is reported through the sink's own log instead).
+/// libasound never prints to stderr (a missing card is reported in the beep feedback's own log instead).
 public struct LibASound: ALSACalls {
     public init() {
         shim_alsa_silence_errors()

@@ -48,7 +48,7 @@ final class TimedGpiod: GpiodCalls {
 }
 
 /// A real pseudo-terminal whose far end is read by a thread that stamps the arrival of each frame
-/// (CR LF terminated): the serial sink writes to it exactly as to a USB adapter.
+/// (CR LF terminated): the serial output writes to it exactly as to a USB adapter.
 final class TimedSerialPeer: @unchecked Sendable {
     let name: String
     private let controller: Int32

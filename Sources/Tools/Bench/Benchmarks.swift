@@ -133,12 +133,12 @@ public struct Benchmarks {
         for (i, v) in variants.enumerated() {
             let text = "fps 15\nframes 70\nnoise 3\ncode qr \"FIRST-\(i)\" frames 37-69 \(v)\n"
             let frames = try BenchFrames.render(text, name: "first-frame-\(i)")
-            let sink = CollectingSink()
+            let collected = CollectingOutput()
             let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
                                     debouncer: Debouncer(settings: DebounceSettings()),
-                                    dispatcher: ReadDispatcher(reports: [sink]), logger: quiet)
+                                    dispatcher: ReadDispatcher(reports: [collected]), logger: quiet)
             _ = pipeline.run()
-            if sink.frames.first == 37 { onFirst += 1 }
+            if collected.frames.first == 37 { onFirst += 1 }
         }
         return (onFirst, variants.count)
     }
@@ -159,7 +159,7 @@ public struct Benchmarks {
     }
 
     /// A live source at 30 fps with codes coming and going (hold-off 0, so every frame with a code is an
-    /// event; LED and buzz pulses of 5 ms so each event sets the line again), with the real serial sink
+    /// event; LED and buzz pulses of 5 ms so each event sets the line again), with the real serial output
     /// writing to a pseudo-terminal and the real GPIO feedback driving an in-memory chip.
     public func latency(frames: [Frame]) throws -> Latency {
         options.progress("latency")
@@ -257,7 +257,7 @@ public struct Benchmarks {
 }
 
 /// Collects event frame numbers (first-frame check).
-final class CollectingSink: ReportOutput, @unchecked Sendable {
+final class CollectingOutput: ReportOutput, @unchecked Sendable {
     let name = "collect"
     private let lock = PosixMutex<[UInt64]>([])
     func report(_ event: ReadEvent) { lock.withLock { $0.append(event.frame) } }
