@@ -95,21 +95,31 @@ final class AtomicFileTests: XCTestCase {
     func testAFailedWriteLeavesTheOldContentAndNoTemporaryFile() throws {
         let path = dir + "/state"
         try AtomicFile.replace(path, with: Array("old\n".utf8), mode: 0o644)
-        signal(SIGXFSZ, SIG_IGN)
-        var saved = rlimit()
-        XCTAssertEqual(getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved), 0)
-        var limit = saved
-        limit.rlim_cur = 10
-        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit), 0)
-        let result = Result { () throws(AtomicFile.Failure) in try AtomicFile.replace(path, with: [UInt8](repeating: 0x41, count: 100), mode: 0o644) }
-        XCTAssertEqual(setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved), 0)
-        signal(SIGXFSZ, SIG_DFL)
+        let result = try withFileSizeLimit(10) {
+            Result { () throws(AtomicFile.Failure) in try AtomicFile.replace(path, with: [UInt8](repeating: 0x41, count: 100), mode: 0o644) }
+        }
         guard case .failure(let failure) = result else { return XCTFail("the write cannot have succeeded") }
         XCTAssertFalse(failure.replaced)
         XCTAssertEqual(failure.errno.rawValue, EFBIG)
         XCTAssertTrue(failure.description.hasPrefix("write \(path).tmp: "), failure.description)
         XCTAssertEqual(try read(path), "old\n")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["state"], "no temporary file")
+    }
+
+    /// `body` with every write past `bytes` of a file failing with EFBIG: a full disk, for real.
+    func withFileSizeLimit<T>(_ bytes: Int, _ body: () -> T) throws -> T {
+        let resource = __rlimit_resource_t(RLIMIT_FSIZE.rawValue)
+        var saved = rlimit()
+        guard getrlimit(resource, &saved) == 0 else { throw Errno.current }
+        var limited = saved
+        limited.rlim_cur = rlim_t(bytes)
+        let handler = signal(SIGXFSZ, SIG_IGN)
+        defer {
+            setrlimit(resource, &saved)
+            signal(SIGXFSZ, handler)
+        }
+        guard setrlimit(resource, &limited) == 0 else { throw Errno.current }
+        return body()
     }
 
     /// A failed rename (the name is a non-empty directory) removes the temporary file too.
