@@ -18,6 +18,19 @@ public enum Directory {
         return names.sorted()
     }
 
+    /// fsync(2) of the directory `path`, so the names created, renamed or removed in it are durable. The one
+    /// directory sync: every durable file (AtomicFile, RecordLog, the spool's segments) goes through it.
+    public static func sync(_ path: String, retryOnInterrupt retry: Bool = true) throws(SystemError) {
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY).get("open directory", path)
+        defer { _ = fd.close() }
+        try fd.sync(retryOnInterrupt: retry).get("fsync directory", path)
+    }
+
+    /// `sync` of the directory holding `path`.
+    public static func syncParent(of path: String) throws(SystemError) {
+        try sync(FilePath.parent(of: path))
+    }
+
     /// How many entries `path` has (nil when it cannot be read): open descriptors in /proc/PID/fd.
     public static func count(_ path: String) -> Int? {
         (try? entries(path))?.count

@@ -7,45 +7,17 @@ extension FileDescriptor {
     /// flock(LOCK_EX | LOCK_NB): true when taken, false when another open file description holds it.
     /// The kernel releases it when the last descriptor of this open file closes, a kill -9 included.
     public func tryLockExclusive() -> Result<Bool, Errno> {
-        switch retryOnInterrupt({ flock(rawValue, LOCK_EX | LOCK_NB) }) {
-        case .success: return .success(true)
-        case .failure(let e) where e == .wouldBlock: return .success(false)
-        case .failure(let e): return .failure(e)
-        }
+        lock(.exclusive, nonBlocking: true)
     }
 
     /// Up to `maxBytes` from the start of the file (pread: the file offset is left alone).
     public func readFromStart(maxBytes: Int) -> Result<[UInt8], Errno> {
-        var bytes = [UInt8](repeating: 0, count: max(1, maxBytes))
-        var total = 0
-        while total < maxBytes {
-            let offset = total
-            let result = bytes.withUnsafeMutableBytes { raw in
-                retryOnInterrupt { pread(rawValue, raw.baseAddress.map { $0 + offset }, raw.count - offset, off_t(offset)) }
-            }
-            switch result {
-            case .success(0): return .success(Array(bytes[0..<total]))
-            case .success(let n): total += n
-            case .failure(let e): return .failure(e)
-            }
-        }
-        return .success(Array(bytes[0..<total]))
+        readAll(fromAbsoluteOffset: 0, count: maxBytes)
     }
 
     /// Makes `bytes` the whole content: ftruncate(0), then pwrite from offset 0.
     public func replaceContents(_ bytes: [UInt8]) -> Result<Void, Errno> {
-        if case .failure(let e) = truncate(to: 0) { return .failure(e) }
-        return bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let start = offset
-                switch retryOnInterrupt({ pwrite(rawValue, raw.baseAddress.map { $0 + start }, raw.count - start, off_t(start)) }) {
-                case .success(let n): offset += n
-                case .failure(let e): return .failure(e)
-                }
-            }
-            return .success(())
-        }
+        truncate(to: 0).flatMap { writeAll(toAbsoluteOffset: 0, bytes) }
     }
 }
 
@@ -80,6 +52,28 @@ public enum FilePath {
     /// The directory part of `path` ("" when it has none).
     public static func directory(of path: String) -> String {
         path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+    }
+
+    /// The directory holding `path` ("/" for a file in the root, "." for a bare name); trailing slashes of
+    /// `path` are ignored.
+    public static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    /// The last component of `path` (trailing slashes ignored).
+    public static func name(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return String(trimmed) }
+        return String(trimmed[trimmed.index(after: slash)...])
+    }
+
+    /// rename(2).
+    public static func rename(_ from: String, to: String) -> Result<Void, Errno> {
+        Glibc.rename(from, to) == 0 ? .success(()) : .failure(.current)
     }
 }
 

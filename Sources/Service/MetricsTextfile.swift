@@ -255,33 +255,12 @@ public final class MetricsTextfile: Sendable {
 
         private func writeUnlocked(_ snapshot: MetricsSnapshot) throws(SystemError) {
             let text = PrometheusText.render(snapshot)
-            let temporary = path + ".tmp"
-            let fd: FileDescriptor
-            switch FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644) {
-            case .success(let d): fd = d
-            case .failure(let e): throw SystemError("open", temporary, e)
-            }
-            // The umask may have taken read bits the node exporter needs.
-            if fchmod(fd.rawValue, 0o644) != 0 {
-                let e = Errno.current
-                _ = fd.close()
-                unlink(temporary)
-                throw SystemError("fchmod 0644", temporary, e)
-            }
-            if case .failure(let e) = fd.writeAll(Array(text.utf8)) {
-                _ = fd.close()
-                unlink(temporary)
-                throw SystemError("write", temporary, e)
-            }
-            // close reports a late write error (a full disk, NFS): the file is not renamed into place then.
-            if case .failure(let e) = fd.close() {
-                unlink(temporary)
-                throw SystemError("close", temporary, e)
-            }
-            guard rename(temporary, path) == 0 else {
-                let e = Errno.current
-                unlink(temporary)
-                throw SystemError("rename to \(path)", temporary, e)
+            // Atomic (PATH.tmp, then rename(2)) but never synced: the file has no durability promise.
+            // fchmod: the umask may have taken read bits the node exporter needs.
+            do throws(AtomicFile.Failure) {
+                try AtomicFile.replace(path, with: Array(text.utf8), mode: 0o644, durable: false)
+            } catch {
+                throw error.error
             }
             writes.add(1, ordering: .relaxed)
         }

@@ -263,8 +263,8 @@ final class CredentialReplayStoreTests: XCTestCase {
         let lock = try ReplayStore.openLock(path)
         var state = try ReplayStore.openAndLoad(path, lock: lock, clock: time.clock)
         let problem = ReplayStore.compact(path, &state, clock: time.clock,
-                                          syncDirectory: { _ in "fsync of \(self.dir) failed: EIO (Input/output error)" })
-        let expected = "compaction: fsync of \(dir) failed: EIO (Input/output error) after renaming \(path).tmp over \(path); reopen the store (reload or restart) once the disk is fixed"
+                                          faults: AtomicFile.Faults(syncDirectory: { _ in .ioError }))
+        let expected = "compaction: fsync directory \(dir): Input/output error (EIO) after renaming \(path).tmp over \(path); reopen the store (reload or restart) once the disk is fixed"
         XCTAssertEqual(problem, expected, "reported to the caller")
         XCTAssertEqual(state.broken, expected, "every later consume fails with this reason")
         // A directory fsync that works leaves the store usable.

@@ -23,7 +23,9 @@ public enum KeyGeneration {
         if !KeyFileReader.isDirectory(directory) {
             guard mkdir(directory, 0o700) == 0 else { throw KeyFileError(file: directory, "cannot create the directory: \(Errno.current)") }
             // The new directory's name is durable only once its parent is synced.
-            try syncDirectory(parent(of: directory))
+            do throws(SystemError) { try Directory.syncParent(of: directory) } catch {
+                throw KeyFileError(file: error.subject, "\(error.operation): \(error.errno)")
+            }
         }
         let key: PrivateKey
         let publicKey: PublicKey
@@ -80,79 +82,28 @@ public enum KeyGeneration {
         }
     }
 
-    /// Creates `path` (it must not exist) with `mode`, writes `bytes`, fsyncs. A write that fails part-way
-    /// removes the file again.
-    static func writeNew(_ path: String, _ bytes: [UInt8], mode: mode_t) throws(KeyFileError) {
-        let fd: FileDescriptor
-        switch FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode) {
-        case .success(let f): fd = f
-        case .failure(let e): throw KeyFileError(file: path, e.rawValue == EEXIST ? "exists already; not overwritten" : "cannot create: \(e)")
-        }
-        let file = OwnedFileDescriptor(fd)
-        do throws(KeyFileError) {
-            // The umask may have taken bits away; set exactly the mode asked for.
-            guard fchmod(fd.rawValue, mode) == 0 else { throw KeyFileError(file: path, "chmod: \(Errno.current)") }
-            if case .failure(let e) = fd.writeAll(bytes) { throw KeyFileError(file: path, "write: \(e)") }
-            if case .failure(let e) = fd.sync() { throw KeyFileError(file: path, "fsync: \(e)") }
-        } catch {
-            file.close()
-            _ = unlink(path)
-            throw error
-        }
-        file.close()
-    }
-
-    /// Creates `path`, which must not exist, whole or not at all, even across a power cut: the bytes go to
-    /// `.NAME.tmp` (fsync), which is then hard-linked to `path` (link(2) never replaces a file) and removed,
-    /// and the directory is synced. A temporary file an interrupted run left is replaced.
+    /// Creates `path`, which must not exist, whole or not at all, even across a power cut
+    /// (`AtomicFile.create`: `.NAME.tmp`, fsync, hard link, directory fsync; a link never replaces a key).
     static func createWhole(_ path: String, _ bytes: [UInt8], mode: mode_t) throws(KeyFileError) {
-        let directory = parent(of: path)
-        let temporary = directory + "/." + String(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...]) + ".tmp"
-        try removeIfThere(temporary)
-        try writeNew(temporary, bytes, mode: mode)
-        guard link(temporary, path) == 0 else {
-            let e = Errno.current
-            _ = unlink(temporary)
-            throw KeyFileError(file: path, e.rawValue == EEXIST ? "exists already; not overwritten" : "cannot create (link from \(temporary)): \(e)")
+        do throws(AtomicFile.Failure) {
+            try AtomicFile.create(path, with: bytes, mode: mode)
+        } catch {
+            throw keyFileError(path, error)
         }
-        try removeIfThere(temporary)
-        try syncDirectory(directory)
     }
 
-    /// Replaces `path` atomically (PATH.tmp, fsync, rename, fsync of the directory).
+    /// Replaces `path` atomically (`AtomicFile.replace`: PATH.tmp, fsync, rename, fsync of the directory).
     static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t) throws(KeyFileError) {
-        let temporary = path + ".tmp"
-        try removeIfThere(temporary)
-        try writeNew(temporary, bytes, mode: mode)
-        guard rename(temporary, path) == 0 else {
-            let e = Errno.current
-            _ = unlink(temporary)
-            throw KeyFileError(file: path, "rename: \(e)")
+        do throws(AtomicFile.Failure) {
+            try AtomicFile.replace(path, with: bytes, mode: mode)
+        } catch {
+            throw keyFileError(path, error)
         }
-        try syncDirectory(parent(of: path))
     }
 
-    static func removeIfThere(_ path: String) throws(KeyFileError) {
-        guard unlink(path) == 0 || errno == ENOENT else { throw KeyFileError(file: path, "cannot remove: \(Errno.current)") }
-    }
-
-    /// fsync of `directory`, so the names created or renamed in it are durable.
-    static func syncDirectory(_ directory: String) throws(KeyFileError) {
-        let fd: FileDescriptor
-        switch FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY) {
-        case .success(let f): fd = f
-        case .failure(let e): throw KeyFileError(file: directory, "cannot open the directory to fsync it: \(e)")
-        }
-        defer { _ = fd.close() }
-        if case .failure(let e) = fd.sync() { throw KeyFileError(file: directory, "fsync of the directory: \(e)") }
-    }
-
-    /// The directory holding `path` ("/" for a file in the root, "." for a bare name); trailing slashes of
-    /// `path` are ignored.
-    static func parent(of path: String) -> String {
-        var trimmed = Substring(path)
-        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    static func keyFileError(_ path: String, _ failure: AtomicFile.Failure) -> KeyFileError {
+        if failure.exists { return KeyFileError(file: path, "exists already; not overwritten") }
+        let e = failure.error
+        return KeyFileError(file: e.subject, "\(e.operation): \(e.errno)")
     }
 }

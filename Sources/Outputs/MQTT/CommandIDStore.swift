@@ -101,7 +101,7 @@ final class CommandIDStore: Sendable {
 
     struct State {
         var replay: CommandReplayGuard
-        var fd: Int32
+        var log: RecordLog
         var lines: Int
         /// A write failed part-way: the file is rewritten before the next line.
         var needsRewrite = false
@@ -116,47 +116,49 @@ final class CommandIDStore: Sendable {
         self.path = directory + "/" + CommandIDStore.fileName
         self.clock = clock
         self.logger = logger
-        let fd = try CommandIDStore.openFile(path, create: true)
+        // The file may have just been created (here, or by a run that died before its directory was synced):
+        // RecordLog.open syncs the directory, so its name is durable before an id is, as for the spool's segments.
+        let log = try CommandIDStore.openFile(path)
         let content: [UInt8]
-        do throws(SpoolError) {
-            // The file may have just been created (here, or by a run that died before this fsync): its name
-            // is durable only once the directory is synced, as for the spool's segments.
-            if let e = EventSpool.syncDirectory(directory) { throw SpoolError(e) }
-            content = try CommandIDStore.readAll(fd, path: path)
-        } catch {
-            EventSpool.closeFile(fd, path, logger)
-            throw error
+        switch log.read(from: 0) {
+        case .success(let bytes): content = bytes
+        case .failure(let e): throw SpoolError(e)
         }
         var replay = CommandReplayGuard(capacity: capacity)
-        var lines = 0, skipped = 0
-        for line in content.split(separator: 0x0A, omittingEmptySubsequences: true) {
-            lines += 1
-            guard let (id, entry) = CommandIDStore.parse(Array(line)) else { skipped += 1; continue }
+        let scan = content.withUnsafeBytes { RecordScanner.scan($0, framing: LineFraming()) }
+        for range in scan.records {
+            guard let (id, entry) = CommandIDStore.parse(CommandIDStore.text(of: content[range])) else { continue }
             replay.restore(id, entry)
         }
+        // Lines that do not check out: in the damaged runs and the tail (empty lines do not count).
+        var skipped = 0
+        for range in scan.damaged + (scan.tail.map { [$0..<content.count] } ?? []) {
+            skipped += content[range].split(separator: 0x0A, omittingEmptySubsequences: true).count
+        }
+        let lines = scan.records.count + skipped
         let tornTail = !content.isEmpty && content.last != 0x0A
         let now = clock.wall() / 1_000_000_000
         replay.prune(now: now, boot: clock.boot(), bootID: clock.bootID)
         loaded = (replay.count, skipped)
-        state = PosixMutex(State(replay: replay, fd: fd, lines: lines, needsRewrite: skipped > 0 || tornTail || lines > replay.count))
+        state = PosixMutex(State(replay: replay, log: log, lines: lines, needsRewrite: skipped > 0 || tornTail || lines > replay.count))
         if skipped > 0 {
             logger.warning("mqtt spool \(path): \(skipped) lines that are not valid command ids were skipped (a torn write, or damage)")
         }
         // Compact now: drops expired ids and garbage, so appends go on after a clean last line.
         try state.withLock { s throws(SpoolError) in
-            if s.needsRewrite { try rewriteLocked(&s) }
+            if s.needsRewrite { try rewriteLocked(&s) } else { s.log.accept(upTo: content.count) }
         }
     }
 
     deinit { close() }
 
     func close() {
-        let fd: Int32? = state.withLock { s in
+        let log: RecordLog? = state.withLock { s in
             guard !s.closed else { return nil }
             s.closed = true
-            return s.fd
+            return s.log
         }
-        if let fd { EventSpool.closeFile(fd, path, logger) }
+        log?.file.close()
     }
 
     var count: Int { state.withLock { $0.replay.count } }
@@ -215,103 +217,66 @@ final class CommandIDStore: Sendable {
         return (String(decoding: idBytes, as: UTF8.self), CommandReplayGuard.Entry(wallExpiry: wall, bootDeadline: deadline, bootID: bootID))
     }
 
-    /// Opens `path` for appending: never through a symbolic link, only a regular file of at most `maxFileBytes`.
-    static func openFile(_ path: String, create: Bool) throws(SpoolError) -> Int32 {
-        let flags = O_RDWR | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | (create ? O_CREAT : 0)
-        let fd: Int32
-        switch FileDescriptor.open(path, flags, mode: 0o600) {
-        case .success(let d): fd = d.rawValue
-        case .failure(let e) where e.rawValue == ELOOP:
-            throw SpoolError("mqtt-spool \(path): a symbolic link, not the spool's own file; remove it (the spool makes its own)")
-        case .failure(let e): throw SpoolError(SystemError("open", path, e))
-        }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let e = Errno.current
-            _ = FileDescriptor(rawValue: fd).close()
-            throw SpoolError(SystemError("fstat", path, e))
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            _ = FileDescriptor(rawValue: fd).close()
-            throw SpoolError("mqtt-spool \(path): not a regular file; remove it (the spool makes its own)")
-        }
-        guard Int(info.st_size) <= maxFileBytes else {
-            _ = FileDescriptor(rawValue: fd).close()
-            throw SpoolError("mqtt-spool \(path): \(info.st_size) bytes, more than the \(maxFileBytes) a command id file can hold; "
-                             + "not one of ours: remove it")
-        }
-        let current = fcntl(fd, F_GETFL)
-        guard current >= 0, fcntl(fd, F_SETFL, current & ~O_NONBLOCK) == 0 else {
-            let e = Errno.current
-            _ = FileDescriptor(rawValue: fd).close()
-            throw SpoolError(SystemError("fcntl", path, e))
-        }
-        return fd
+    /// A line's text without its newline.
+    static func text(of line: ArraySlice<UInt8>) -> [UInt8] {
+        Array(line.last == 0x0A ? line.dropLast() : line)
     }
 
-    static func readAll(_ fd: Int32, path: String) throws(SpoolError) -> [UInt8] {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        var offset = 0
-        while true {
-            let r = buffer.withUnsafeMutableBytes { raw in retryOnInterrupt { pread(fd, raw.baseAddress, raw.count, off_t(offset)) } }
-            switch r {
-            case .success(0): return out
-            case .success(let n):
-                out += buffer[0..<n]
-                offset += n
-                if out.count > maxFileBytes {
-                    throw SpoolError("mqtt-spool \(path): grew past \(maxFileBytes) bytes while it was read; not one of ours: remove it")
-                }
-            case .failure(let e): throw SpoolError(SystemError("read", path, e))
+    /// The file's lines for `RecordScanner`: a record is a whole line that parses and whose CRC matches
+    /// (the last one may lack its newline); a resync goes on at the next line that does.
+    struct LineFraming: RecordFraming {
+        func frame(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> RecordFrame {
+            guard offset == 0 || bytes[offset - 1] == 0x0A else { return .invalid }
+            var end = offset
+            while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+            let line = Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+            guard CommandIDStore.parse(line) != nil else { return end == bytes.count ? .incomplete : .invalid }
+            return .record(size: min(end + 1, bytes.count) - offset)
+        }
+    }
+
+    /// Opens the file: never through a symbolic link, only a regular file of at most `maxFileBytes`.
+    static func openFile(_ path: String) throws(SpoolError) -> RecordLog {
+        do throws(RecordLog.OpenError) {
+            return try RecordLog.open(path, mode: 0o600, create: true, maxBytes: maxFileBytes)
+        } catch {
+            switch error {
+            case .symbolicLink:
+                throw SpoolError("mqtt-spool \(path): a symbolic link, not the spool's own file; remove it (the spool makes its own)")
+            case .notRegular:
+                throw SpoolError("mqtt-spool \(path): not a regular file; remove it (the spool makes its own)")
+            case .tooLarge(let size):
+                throw SpoolError("mqtt-spool \(path): \(size) bytes, more than the \(maxFileBytes) a command id file can hold; "
+                                 + "not one of ours: remove it")
+            case .system(let e):
+                throw SpoolError(e)
             }
         }
     }
 
     private func appendLocked(_ s: inout State, _ bytes: [UInt8]) throws(SpoolError) {
-        switch FileDescriptor(rawValue: s.fd).writeAll(bytes) {
-        case .success: break
-        case .failure(let e):
+        switch s.log.append(bytes) {
+        case .success:
+            s.lines += 1
+        case .failure(let failure):
             s.needsRewrite = true
-            throw SpoolError(SystemError("write", path, e))
+            switch failure {
+            case .full(let limit): throw SpoolError("mqtt-spool \(path): the command id file has reached \(limit) bytes")
+            case .write(let e, _): throw SpoolError(SystemError("write", path, e))
+            case .sync(let e): throw SpoolError(SystemError("fdatasync", path, e))
+            }
         }
-        if case .failure(let e) = retryOnInterrupt({ fdatasync(s.fd) }) {
-            s.needsRewrite = true
-            throw SpoolError(SystemError("fdatasync", path, e))
-        }
-        s.lines += 1
     }
 
-    /// Writes the live ids to `commands.tmp`, syncs it, renames it over the file and syncs the directory.
+    /// Replaces the file with the live ids (`RecordLog.replace`: `commands.tmp`, fsync, rename, directory fsync).
     private func rewriteLocked(_ s: inout State) throws(SpoolError) {
-        let temporary = path + ".tmp"
         var text: [UInt8] = []
         for (id, entry) in s.replay.entries.sorted(by: { $0.key < $1.key }) { text += CommandIDStore.line(id, entry) }
-        let fd: FileDescriptor
-        switch FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY, mode: 0o600) {
-        case .success(let d): fd = d
-        case .failure(let e): throw SpoolError(SystemError("create", temporary, e))
+        do throws(AtomicFile.Failure) {
+            try s.log.replace(with: text)
+        } catch {
+            throw SpoolError(error.error)
         }
-        var failure: SpoolError?
-        if case .failure(let e) = fd.writeAll(text) {
-            failure = SpoolError(SystemError("write", temporary, e))
-        } else if case .failure(let e) = retryOnInterrupt({ fdatasync(fd.rawValue) }) {
-            failure = SpoolError(SystemError("fdatasync", temporary, e))
-        }
-        if case .failure(let e) = fd.close(), failure == nil { failure = SpoolError(SystemError("close", temporary, e)) }
-        if let failure {
-            EventSpool.removeFile(temporary, logger)
-            throw failure
-        }
-        if rename(temporary, path) != 0 {
-            let e = Errno.current
-            EventSpool.removeFile(temporary, logger)
-            throw SpoolError(SystemError("rename", temporary + " to " + path, e))
-        }
-        if let e = EventSpool.syncDirectory(directory) { throw SpoolError(e) }
-        let reopened = try CommandIDStore.openFile(path, create: false)
-        EventSpool.closeFile(s.fd, path, logger)
-        s.fd = reopened
         s.lines = s.replay.count
         s.needsRewrite = false
     }

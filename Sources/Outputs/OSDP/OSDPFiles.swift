@@ -4,8 +4,8 @@ import Glibc
 import Core
 import Platform
 
-/// The key file and the state file, and how both are written: a temporary file in the same directory,
-/// fsync, rename over the old one, fsync of the directory. A power cut leaves the old file or the new
+/// The key file and the state file, and how both are written (`AtomicFile.replace`): a temporary file in
+/// the same directory, fsync, rename over the old one, fsync of the directory. A power cut leaves the old file or the new
 /// one, never half of either.
 public enum OSDPFiles {
     /// Reads a small regular file (at most `limit` bytes) as text.
@@ -90,31 +90,16 @@ public enum OSDPFiles {
     /// it, so the content is never readable by others, not even for a moment).
     ///
     /// The temporary file `.NAME.tmp-PID` of an earlier process with this pid (a power cut between its
-    /// creation and the rename; after a reboot the service often gets the same pid) is removed first, so it
-    /// never blocks a write. unlink(2) removes a symbolic link planted there, never its target; the new
-    /// file is then created with O_EXCL | O_NOFOLLOW, so nothing planted between the two is followed.
+    /// creation and the rename; after a reboot the service often gets the same pid) is reused or removed, so it
+    /// never blocks a write; a symbolic link or anything else planted there is removed, never followed
+    /// (`AtomicFile.replace`: temporary file, fsync, rename, fsync of the directory).
     public static func writeAtomically(_ contents: [UInt8], to path: String, mode: mode_t) throws(SystemError) {
         let (directory, name) = split(path)
-        let temporary = "\(directory)/.\(name).tmp-\(getpid())"
-        if unlink(temporary) != 0 && errno != ENOENT { throw SystemError("remove the stale temporary file", temporary, .current) }
-        let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: mode)
-            .get("create", temporary)
-        var renamed = false
-        defer { if !renamed { _ = unlink(temporary) } }
-        do throws(SystemError) {
-            guard fchmod(fd.rawValue, mode) == 0 else { throw SystemError("fchmod", temporary, .current) }
-            try fd.writeAll(contents).get("write", temporary)
-            try fd.sync().get("fsync", temporary)
+        do throws(AtomicFile.Failure) {
+            try AtomicFile.replace(path, with: contents, mode: mode, temporary: "\(directory)/.\(name).tmp-\(getpid())")
         } catch {
-            _ = fd.close()
-            throw error
+            throw error.error
         }
-        try fd.close().get("close", temporary)
-        guard rename(temporary, path) == 0 else { throw SystemError("rename to \(path)", temporary, .current) }
-        renamed = true
-        let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY).get("open directory", directory)
-        defer { _ = dir.close() }
-        try dir.sync().get("fsync directory", directory)
     }
 
     /// Removes the temporary files `.NAME.tmp-PID` that writes of `path` left behind when their process
