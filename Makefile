@@ -34,7 +34,9 @@ test-unit:
 	@scripts/install-deps build test deb
 	@scripts/python-env
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --disable-swift-testing
+	@# The daemons the tests start keep their status socket and lock in a directory of their own, not
+	@# /run/scangate: a daemon already running here, or another test run, does not collide with them.
+	RUNTIME_DIRECTORY=$$(mktemp -d /tmp/scangate-unit.XXXXXX) $(SWIFT) test --skip-build --disable-swift-testing
 
 ## Hardware-in-the-loop: the scangate binary against vivid, gpio-sim, snd-aloop and an 8250 UART in a QEMU VM.
 hil: release

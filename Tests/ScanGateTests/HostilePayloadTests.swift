@@ -172,6 +172,7 @@ final class HostilePayloadTests: XCTestCase {
             i = etx + 3
         }
         XCTAssertEqual(frames.count, Self.codes.count, "exactly one frame per code")
+        guard frames.count == Self.codes.count else { return }
         XCTAssertEqual(frames.last, Array("EMPLOYEE-0042".utf8))
         XCTAssertEqual(frames[2], Array("OPEN".utf8), "STX/ETX stripped from the payload")
     }
