@@ -31,8 +31,7 @@ final class FuzzRegressionTests: XCTestCase {
     /// corner terms subtract) put an inner point of the flattened label at y = -1, outside the photo,
     /// and decode-image would have reported such bounds. Bounds mapped back are clamped to the photo.
     func testFlattenedLabelBoundsStayInsideThePhoto() throws {
-        var root = #filePath
-        for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }
+        let root = TestFiles.repositoryRoot
         let path = root + "/Tests/Fuzz/corpus/labelunwarp/outline-extrapolates-outside"
         let input = try FileBytes.read(path: path)
         let width = 16 + Int(input[0]) % 49, height = 16 + Int(input[1]) % 49

@@ -15,10 +15,7 @@ enum ConfigTestFiles {
     }
 
     /// The repository root (the worktree this test file is in).
-    static var repositoryRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().path
-    }
+    static var repositoryRoot: String { TestFiles.repositoryRoot }
 
     /// Runs a program, returning exit status, stdout and stderr.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,

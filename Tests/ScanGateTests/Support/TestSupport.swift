@@ -18,9 +18,14 @@ enum TestFiles {
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 
-    /// The repository root, from this file's path.
+    /// The repository root: the nearest folder above this file that holds Package.swift (so moving the
+    /// test files between folders cannot break it).
     static var repositoryRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while folder.path != "/", !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) {
+            folder = folder.deletingLastPathComponent()
+        }
+        return folder.path
     }
 }
 

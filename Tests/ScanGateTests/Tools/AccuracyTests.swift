@@ -13,8 +13,7 @@ final class AccuracyTests: XCTestCase {
     /// The corpus: ../shared/corpus beside the repository root (CI), or ../../shared/corpus (a git
     /// worktree under /work/wt/NAME).
     static func corpusPath() -> String? {
-        var root = #filePath
-        for _ in 0..<3 { root = String(root[..<(root.lastIndex(of: "/") ?? root.startIndex)]) }  // Tests/ScanGateTests/file
+        let root = TestFiles.repositoryRoot
         let candidates = [root + "/../shared/corpus", root + "/../../shared/corpus"]
         return candidates.first { FileManagerless.isDirectory($0 + "/samples") }
     }
