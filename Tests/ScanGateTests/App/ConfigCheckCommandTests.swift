@@ -9,9 +9,7 @@ import Settings
 final class ConfigCheckCommandTests: XCTestCase {
     /// Runs the command with fds 1 and 2 redirected to files; returns (exit, stdout, stderr).
     private func checkConfig(_ args: [String]) throws -> (Int32, String, String) {
-        let dir = NSTemporaryDirectory() + "scangate-check-\(getpid())-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try TestFiles.temporaryDirectory()
         fflush(nil)
         let savedOut = dup(1), savedErr = dup(2)
         let outFD = open(dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -23,15 +21,14 @@ final class ConfigCheckCommandTests: XCTestCase {
         return (code, try ConfigTestFiles.read(dir + "/out"), try ConfigTestFiles.read(dir + "/err"))
     }
 
-    private func tempFile(_ text: String) -> String {
-        let path = NSTemporaryDirectory() + "scangate-\(UUID().uuidString).conf"
+    private func tempFile(_ text: String) throws -> String {
+        let path = try TestFiles.temporaryDirectory() + "/scangate.conf"
         ConfigTestFiles.write(text, to: path)
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
         return path
     }
 
     func testValidFilePrintsEveryKeyGroupedBySection() throws {
-        let path = tempFile("[camera]\nwidth = 800\ncamera-control = gain=2\ncamera-control = focus_absolute=5\n[debounce]\nhold-off-ms = 2000\n")
+        let path = try tempFile("[camera]\nwidth = 800\ncamera-control = gain=2\ncamera-control = focus_absolute=5\n[debounce]\nhold-off-ms = 2000\n")
         let (code, out, err) = try checkConfig([path])
         XCTAssertEqual(code, 0)
         XCTAssertEqual(err, "")
@@ -49,14 +46,14 @@ final class ConfigCheckCommandTests: XCTestCase {
     }
 
     func testFlagsAfterTheFileAreApplied() throws {
-        let path = tempFile("[camera]\nwidth = 800\n")
+        let path = try tempFile("[camera]\nwidth = 800\n")
         let (code, out, _) = try checkConfig([path, "--width", "320"])
         XCTAssertEqual(code, 0)
         XCTAssertTrue(out.contains("\nwidth = 320\n"), out)
     }
 
     func testInvalidFileExits2WithOneLineOnStderr() throws {
-        let path = tempFile("[camera]\nwidth = 800\nfps = fast\n")
+        let path = try tempFile("[camera]\nwidth = 800\nfps = fast\n")
         let (code, out, err) = try checkConfig([path])
         XCTAssertEqual(code, 2)
         XCTAssertEqual(out, "")

@@ -64,12 +64,7 @@ final class DaemonSignalTests: XCTestCase {
             return false
         }
         func waitForLine(_ lines: Lines, seconds: Double = 15, _ match: (String) -> Bool) -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while Date() < deadline {
-                if lines.all.contains(where: match) { return true }
-                usleep(10_000)
-            }
-            return false
+            waitUntil(seconds) { lines.all.contains(where: match) }
         }
 
         XCTAssertTrue(waitFor("READY=1"), "READY=1 once the camera streams: \(messages)")

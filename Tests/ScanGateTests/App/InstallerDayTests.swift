@@ -39,10 +39,10 @@ final class InstallerDayTests: XCTestCase {
         try TestFiles.write("[camera]\ncamera = sim:HELLO\n[debounce]\nhold-off-ms = 1500\n", to: path)
         let daemon = try RunningScangate(["run", "--config", path, "--status-socket", dir + "/status.sock"], in: dir)
         defer { daemon.kill9() }
-        XCTAssertTrue(waitUntil(timeout: 30) { daemon.stderrLines.contains { $0.contains("status: scanning") } }, daemon.stderrText)
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("status: scanning") } }, daemon.stderrText)
         try TestFiles.write("[camera]\ncamera = sim:HELLO\n[debounce]\nhold-off-ms = 2000\n", to: path)
         kill(daemon.process.processIdentifier, SIGHUP)
-        XCTAssertTrue(waitUntil(timeout: 30) { daemon.stderrLines.contains { $0.contains("reloaded: defaults, then \(path); scanning") } },
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("reloaded: defaults, then \(path); scanning") } },
                       daemon.stderrText)
         XCTAssertTrue(daemon.stderrText.contains("reloading the configuration (this run: "), daemon.stderrText)
         XCTAssertFalse(daemon.stderrText.contains("stopped: "), "a reload is not a stop: \(daemon.stderrText)")
@@ -95,7 +95,7 @@ final class InstallerDayTests: XCTestCase {
         let bench = try RunningScangate(["bench", "--memory-frames", "1000", "--rounds", "1"], in: dir)
         defer { bench.kill9() }
         // Not a terminal: a line every 5 s, with the seconds spent in the stage ("throughput round 1/1, 5 s").
-        XCTAssertTrue(waitUntil(timeout: 120) { bench.stderrText.contains("bench: 1/") && bench.stderrText.contains(", 5 s") },
+        XCTAssertTrue(waitUntil(120) { bench.stderrText.contains("bench: 1/") && bench.stderrText.contains(", 5 s") },
                       bench.stderrText)
         kill(bench.process.processIdentifier, SIGINT)
         XCTAssertEqual(bench.waitForExit(seconds: 60), 130, bench.stderrText)

@@ -11,7 +11,7 @@ final class MakeCodeTests: XCTestCase {
     }
 
     func testEveryECCLevelRoundTripsThroughAnImageFile() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         for ecc in ["L", "M", "Q", "H"] {
             for ext in ["png", "pgm"] {
                 let out = "\(dir)/\(ecc).\(ext)"
@@ -22,7 +22,7 @@ final class MakeCodeTests: XCTestCase {
     }
 
     func testBinaryAndLongPayloadsRoundTrip() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let binary: [UInt8] = [0x00, 0xFF, 0x0D, 0x0A, 0x02, 0x03, 0x80, 0xC3, 0x28]
         try FileBytes.write(binary, to: dir + "/payload.bin")
         XCTAssertEqual(MakeCodeCommand.run(["--data-file", dir + "/payload.bin", "--out", dir + "/bin.png"]), 0)
@@ -37,7 +37,7 @@ final class MakeCodeTests: XCTestCase {
     }
 
     func testLinearSymbologies() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         for (symbology, payload, expected) in [("ean13", "400638133393", "4006381333931"), ("upca", "03600029145", "036000291452"),
                                                ("code128", "Code 128!", "Code 128!"), ("ean8", "9638507", "96385074")] {
             XCTAssertEqual(MakeCodeCommand.run([payload, "--symbology", symbology, "--scale", "2", "--out", "\(dir)/\(symbology).png"]), 0)
@@ -46,7 +46,7 @@ final class MakeCodeTests: XCTestCase {
     }
 
     func testBadInputExitsTwo() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let cases: [[String]] = [
             [],
             ["A", "B"],

@@ -25,8 +25,8 @@ final class ReloadTests: XCTestCase {
         settings.width = width
         settings.height = height
         settings.frameTimeoutMs = 5000
-        let logs = CameraLogLines()
-        let camera = V4L2Camera(device: "/dev/video0", settings: settings, logger: logs.logger(), calls: fake)
+        let logs = LogCapture()
+        let camera = V4L2Camera(device: "/dev/video0", settings: settings, logger: logs.logger, calls: fake)
         // Frame luma[0] is the code the scripted decoder sees: 1 = "A", 2 = "B", 0 = nothing.
         let decoder = ScriptedDecoder { i in i == 1 ? ["A"] : (i == 2 ? ["B"] : []) }
         func frame(_ code: UInt8) -> [UInt8] {
@@ -39,7 +39,7 @@ final class ReloadTests: XCTestCase {
         let code = Atomic<UInt8>(0)
         fake.onPoll = { device in _ = device.deliver(frame(code.load(ordering: .relaxed))) }
         let sink = RecordingSink()
-        let logger = logs.logger()
+        let logger = logs.logger
         let status = StatusBoard(logger: logger, observers: [sink])
 
         let first = Pipeline(source: camera, decoder: decoder, debouncer: Debouncer(settings: DebounceSettings()),
@@ -52,7 +52,7 @@ final class ReloadTests: XCTestCase {
             firstDone.signal()
         }
         code.store(1, ordering: .relaxed)
-        XCTAssertTrue(waitUntil { sink.payloads == ["A"] }, "\(logs.all)")
+        XCTAssertTrue(waitUntil(20) { sink.payloads == ["A"] }, "\(logs.all)")
         code.store(0, ordering: .relaxed)
         first.stopForReload()
         XCTAssertEqual(firstDone.wait(timeout: .now() + 10), .success)
@@ -72,12 +72,12 @@ final class ReloadTests: XCTestCase {
             _ = second.run()
             secondDone.signal()
         }
-        XCTAssertTrue(waitUntil { second.stats.captured >= 3 }, "run 2 captures frames: \(logs.all)")
+        XCTAssertTrue(waitUntil(20) { second.stats.captured >= 3 }, "run 2 captures frames: \(logs.all)")
         XCTAssertEqual(secondDone.wait(timeout: .now()), .timedOut, "run 2 is still running")
         code.store(2, ordering: .relaxed)
-        XCTAssertTrue(waitUntil { sink.payloads == ["A", "B"] }, "\(logs.all)")
+        XCTAssertTrue(waitUntil(20) { sink.payloads == ["A", "B"] }, "\(logs.all)")
         let captured = second.stats.captured
-        XCTAssertTrue(waitUntil { second.stats.captured >= captured + 20 }, "B stays in view for many frames")
+        XCTAssertTrue(waitUntil(20) { second.stats.captured >= captured + 20 }, "B stays in view for many frames")
         second.stopForSignal()
         XCTAssertEqual(secondDone.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(sink.payloads, ["A", "B"], "the code after the reload is reported once")
@@ -102,16 +102,16 @@ final class ReloadTests: XCTestCase {
         let daemon = try DaemonUnderTest(["run", "--config", conf])
         defer { daemon.stop() }
 
-        XCTAssertTrue(waitUntil { daemon.stdout.count >= 2 }, "codes before the reload: \(daemon.stderr)")
+        XCTAssertTrue(waitUntil(20) { daemon.stdout.count >= 2 }, "codes before the reload: \(daemon.stderr)")
         let before = daemon.descriptors(linkingTo: pty.name)
         XCTAssertEqual(before.count, 1, "one descriptor on the port: \(before)")
 
         try TestFiles.write(config(holdOff: 400), to: conf)
         let atReload = daemon.stdout.count
         daemon.signal(SIGHUP)
-        XCTAssertTrue(waitUntil { daemon.stderr.contains { $0.contains("camera settings unchanged: the stream stays open") } },
+        XCTAssertTrue(waitUntil(20) { daemon.stderr.contains { $0.contains("camera settings unchanged: the stream stays open") } },
                       "\(daemon.stderr)")
-        XCTAssertTrue(waitUntil { daemon.stdout.count >= atReload + 2 }, "codes after the reload: \(daemon.stderr)")
+        XCTAssertTrue(waitUntil(20) { daemon.stdout.count >= atReload + 2 }, "codes after the reload: \(daemon.stderr)")
         XCTAssertEqual(daemon.descriptors(linkingTo: pty.name), before, "the same descriptor: the port was never reopened")
         XCTAssertEqual(daemon.stderr.filter { $0.contains("serial: \(pty.name) 9600 8N1 plain open") }.count, 1,
                        "opened once: \(daemon.stderr)")

@@ -17,7 +17,7 @@ final class ShutdownDeadlineTests: XCTestCase {
                                           "--metrics-textfile", prom, "--metrics-interval-s", "1"],
                                          environment: environment)
         defer { daemon.stop() }
-        XCTAssertTrue(waitUntil { daemon.stdout.contains { $0.contains("\"data\":\"STUCK\"") } }, "\(daemon.stderr)")
+        XCTAssertTrue(waitUntil(20) { daemon.stdout.contains { $0.contains("\"data\":\"STUCK\"") } }, "\(daemon.stderr)")
         daemon.signal(SIGTERM)
         let status = daemon.waitForExit(seconds: 30)
         XCTAssertEqual(status, 0, "exit 0: a stop that was asked for; \(daemon.stderr)")
@@ -32,7 +32,7 @@ final class ShutdownDeadlineTests: XCTestCase {
     func testANormalStopDoesNotNeedTheDeadline() throws {
         let daemon = try DaemonUnderTest(["run", "--camera", "sim:FREE", "--stop-timeout-ms", "3000"])
         defer { daemon.stop() }
-        XCTAssertTrue(waitUntil { daemon.stdout.contains { $0.contains("\"data\":\"FREE\"") } }, "\(daemon.stderr)")
+        XCTAssertTrue(waitUntil(20) { daemon.stdout.contains { $0.contains("\"data\":\"FREE\"") } }, "\(daemon.stderr)")
         XCTAssertEqual(daemon.stop(), 0)
         XCTAssertFalse(daemon.stderr.contains { $0.contains("shutdown did not finish") }, "\(daemon.stderr)")
         XCTAssertTrue(daemon.stderr.contains { $0.contains("status: stopping") }, "\(daemon.stderr)")

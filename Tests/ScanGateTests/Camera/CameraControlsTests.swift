@@ -28,12 +28,12 @@ final class CameraControlsTests: XCTestCase {
         return fake
     }
 
-    func camera(_ fake: FakeV4L2Device, _ controls: [CameraControl], logs: CameraLogLines = CameraLogLines()) -> V4L2Camera {
+    func camera(_ fake: FakeV4L2Device, _ controls: [CameraControl], logs: LogCapture = LogCapture()) -> V4L2Camera {
         var s = CaptureSettings()
         s.width = size.width
         s.height = size.height
         s.controls = controls
-        return V4L2Camera(device: "/dev/video0", settings: s, logger: logs.logger(), calls: fake)
+        return V4L2Camera(device: "/dev/video0", settings: s, logger: logs.logger, calls: fake)
     }
 
     func testNamesNormaliseLikeV4L2Ctl() {
@@ -46,7 +46,7 @@ final class CameraControlsTests: XCTestCase {
 
     func testControlsAreSetByNameInTheOrderGiven() throws {
         let fake = device()
-        let logs = CameraLogLines()
+        let logs = LogCapture()
         let cam = camera(fake, [CameraControl(name: "auto_exposure", value: 1),
                                 CameraControl(name: "Exposure Time, Absolute", value: 200),
                                 CameraControl(name: "GAIN", value: 5)], logs: logs)

@@ -324,13 +324,6 @@ private func setCString<T>(_ field: inout T, _ text: String) {
     }
 }
 
-/// Collects log lines for assertions.
-final class CameraLogLines: Sendable {
-    private let lines = PosixMutex<[String]>([])
-    var all: [String] { lines.withLock { $0 } }
-    func logger() -> Logger { Logger(level: .debug, sink: { [self] line in lines.withLock { $0.append(line) } }) }
-}
-
 /// Test pictures and the byte layouts a camera would put them in.
 enum CameraTestImage {
     /// A luma pattern where every pixel differs from its neighbours.

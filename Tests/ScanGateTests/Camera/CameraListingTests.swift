@@ -68,8 +68,7 @@ final class CameraListingTests: XCTestCase {
     }
 
     func testFindsVideoNodesInNumericOrderAndTheirByIdLinks() throws {
-        let root = CameraTempDirectory.temporaryDirectory()
-        defer { CameraTempDirectory.remove(root) }
+        let root = try TestFiles.temporaryDirectory()
         for name in ["video10", "video2", "video0", "vbi0", "videoX"] {
             XCTAssertNotEqual(creat(root + "/" + name, 0o600), -1)
         }
@@ -86,22 +85,5 @@ final class CameraListingTests: XCTestCase {
         if CameraNodes.videoNodes().isEmpty {
             XCTAssertEqual(ListCamerasCommand.run([]), 0)
         }
-    }
-}
-
-/// Temporary directories without Foundation.
-enum CameraTempDirectory {
-    static func temporaryDirectory() -> String {
-        var template = Array("/tmp/scangate-camera-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-    }
-
-    static func remove(_ path: String) {
-        for name in CameraNodes.entries(of: path) {
-            let child = path + "/" + name
-            var st = stat()
-            if lstat(child, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { remove(child) } else { unlink(child) }
-        }
-        rmdir(path)
     }
 }

@@ -23,8 +23,8 @@ final class CameraNegotiationTests: XCTestCase {
         return s
     }
 
-    func camera(_ fake: FakeV4L2Device, _ s: CaptureSettings? = nil, logs: CameraLogLines = CameraLogLines()) -> V4L2Camera {
-        V4L2Camera(device: "/dev/video0", settings: s ?? settings(), logger: logs.logger(), calls: fake)
+    func camera(_ fake: FakeV4L2Device, _ s: CaptureSettings? = nil, logs: LogCapture = LogCapture()) -> V4L2Camera {
+        V4L2Camera(device: "/dev/video0", settings: s ?? settings(), logger: logs.logger, calls: fake)
     }
 
     func testAutoPrefersGreyThenPackedYUVThenMJPEG() throws {
@@ -128,7 +128,7 @@ final class CameraNegotiationTests: XCTestCase {
 
     func testDifferentRateIsLoggedNotFatal() throws {
         let fake = FakeV4L2Device(formats: [.init(fourcc: .yuyv, sizes: [size], rates: [59.94])])
-        let logs = CameraLogLines()
+        let logs = LogCapture()
         let cam = camera(fake, logs: logs)
         try cam.open()
         XCTAssertTrue(logs.all.contains { $0.contains("runs at 59.94 fps, not the 15 asked") }, "\(logs.all)")

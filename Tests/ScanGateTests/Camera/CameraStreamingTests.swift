@@ -12,13 +12,13 @@ import Settings
 final class CameraStreamingTests: XCTestCase {
     let width = 16, height = 4
 
-    func makeCamera(_ fake: FakeV4L2Device, buffers: Int = 3, logs: CameraLogLines = CameraLogLines()) -> V4L2Camera {
+    func makeCamera(_ fake: FakeV4L2Device, buffers: Int = 3, logs: LogCapture = LogCapture()) -> V4L2Camera {
         var s = CaptureSettings()
         s.width = width
         s.height = height
         s.buffers = buffers
         s.frameTimeoutMs = 500
-        return V4L2Camera(device: "/dev/v4l/by-id/usb-Fake-video-index0", settings: s, logger: logs.logger(), calls: fake)
+        return V4L2Camera(device: "/dev/v4l/by-id/usb-Fake-video-index0", settings: s, logger: logs.logger, calls: fake)
     }
 
     func greyDevice() -> FakeV4L2Device {

@@ -9,12 +9,7 @@ final class ConfigFileTests: XCTestCase {
     private var directory = ""
 
     override func setUpWithError() throws {
-        directory = NSTemporaryDirectory() + "scangate-config-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        _ = try? ConfigTestFiles.removeTree(directory)
+        directory = try TestFiles.temporaryDirectory()
     }
 
     private func write(_ text: String, name: String = "scangate.conf") -> String {

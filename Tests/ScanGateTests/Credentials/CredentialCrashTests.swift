@@ -73,13 +73,8 @@ final class CredentialCrashTests: XCTestCase {
 
         /// Waits for the marker of SCANGATE_FAULT=park-at:STEP: the process is then parked at STEP for ever.
         func waitUntilParked(at step: String, timeout: Double) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if stderrText.contains("scangate: fault: parked at \(step) ") { return true }
-                if !process.isRunning { return false }
-                usleep(2000)
-            }
-            return false
+            waitUntil(timeout) { stderrText.contains("scangate: fault: parked at \(step) ") || !process.isRunning }
+                && stderrText.contains("scangate: fault: parked at \(step) ")
         }
 
         /// Writes the lines from another thread (more than a pipe holds; the process may die meanwhile:
@@ -107,12 +102,7 @@ final class CredentialCrashTests: XCTestCase {
 
         /// Waits until `count` lines arrived (or the deadline).
         func waitForLines(_ count: Int, timeout: Double) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if lines.count >= count { return true }
-                usleep(2000)
-            }
-            return false
+            waitUntil(timeout) { lines.count >= count }
         }
 
         func kill9() {

@@ -65,8 +65,8 @@ final class CredentialFullDiskTests: XCTestCase {
         XCTAssertEqual(door.events.count, 0, "no door output for a pass the store could not record")
         XCTAssertNil(refused.credential)
         XCTAssertTrue(EventLine.json(refused).contains("\"rejected\":\"replay store failed\""), EventLine.json(refused))
-        let errors = log.lines.filter { $0.hasPrefix("<3>") }
-        XCTAssertEqual(errors.count, 1, "\(log.lines)")
+        let errors = log.all.filter { $0.hasPrefix("<3>") }
+        XCTAssertEqual(errors.count, 1, "\(log.all)")
         XCTAssertTrue(errors[0].contains("credential refused: replay store failed") && errors[0].contains("write \(path)")
                       && errors[0].contains("No space left on device (ENOSPC)") && errors[0].contains("is full")
                       && errors[0].contains("fail closed"), errors[0])
@@ -94,8 +94,8 @@ final class CredentialFullDiskTests: XCTestCase {
         let event = judged(policy, first)
         XCTAssertEqual(event.verdict, .rejected(reason: "replay store failed"))
         XCTAssertEqual(door.events.count, 0)
-        XCTAssertTrue(log.lines.contains { $0.contains("fdatasync \(path): No space left on device (ENOSPC)") && $0.contains("cut off") },
-                      "\(log.lines)")
+        XCTAssertTrue(log.all.contains { $0.contains("fdatasync \(path): No space left on device (ENOSPC)") && $0.contains("cut off") },
+                      "\(log.all)")
         XCTAssertEqual(fileSize(path), 0, "the unsynced record is cut off")
         disk.clear()
         let second = try pass()
@@ -114,6 +114,6 @@ final class CredentialFullDiskTests: XCTestCase {
         XCTAssertEqual(judged(policy, try pass()).verdict, .rejected(reason: "replay store failed"))
         disk.clear()
         XCTAssertEqual(judged(policy, try pass()).verdict, .rejected(reason: "replay store failed"))
-        XCTAssertTrue(log.lines.last?.contains("reopen the store") ?? false, "\(log.lines)")
+        XCTAssertTrue(log.all.last?.contains("reopen the store") ?? false, "\(log.all)")
     }
 }

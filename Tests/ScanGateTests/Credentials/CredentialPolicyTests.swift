@@ -89,15 +89,15 @@ final class CredentialPolicyTests: XCTestCase {
         for _ in 0..<5 {
             XCTAssertEqual(judged(policy, token).verdict, .rejected(reason: "clock not synchronised"))
         }
-        XCTAssertEqual(log.lines.filter { $0.contains("clock not synchronised") }.count, 1, "\(log.lines)")
-        XCTAssertEqual(log.lines.filter { $0.contains("credential refused") }.count, 0, "no log line per read")
+        XCTAssertEqual(log.all.filter { $0.contains("clock not synchronised") }.count, 1, "\(log.all)")
+        XCTAssertEqual(log.all.filter { $0.contains("credential refused") }.count, 0, "no log line per read")
         synced.withLock { $0 = true }
         XCTAssertEqual(judged(policy, token).verdict, .accepted)
         XCTAssertEqual(judged(policy, token).verdict, .accepted)
-        XCTAssertEqual(log.lines.filter { $0.contains("clock synchronised (injected)") }.count, 1)
+        XCTAssertEqual(log.all.filter { $0.contains("clock synchronised (injected)") }.count, 1)
         synced.withLock { $0 = false }
         XCTAssertEqual(judged(policy, token).verdict, .rejected(reason: "clock not synchronised"))
-        XCTAssertEqual(log.lines.filter { $0.contains("'clock not synchronised'") }.count, 2)
+        XCTAssertEqual(log.all.filter { $0.contains("'clock not synchronised'") }.count, 2)
         // credential-require-synced-clock = no does not ask.
         let unchecked = self.policy({ $0.requireSyncedClock = false }, clock: { XCTFail("the clock was consulted"); return ClockSyncStatus(synchronised: false, detail: "") })
         XCTAssertEqual(judged(unchecked, token).verdict, .accepted)
@@ -134,7 +134,7 @@ final class CredentialPolicyTests: XCTestCase {
         // Without a jti a one-time kiosk cannot use the pass once: refused.
         let event = judged(second, try pass(.jwt, oneTime: false))
         XCTAssertEqual(event.verdict, .rejected(reason: "malformed"))
-        XCTAssertTrue(log.lines.contains { $0.contains("has no jti") }, "\(log.lines)")
+        XCTAssertTrue(log.all.contains { $0.contains("has no jti") }, "\(log.all)")
         // A pass refused on its claims is not consumed: the same store, a kiosk that accepts it, later.
         let store = try ReplayStore(path: path)
         let strict = policy({ $0.oneTime = true; $0.replayStore = path; $0.issuer = "site" }, store: store)
@@ -161,8 +161,8 @@ final class CredentialPolicyTests: XCTestCase {
         signal(SIGXFSZ, SIG_DFL)
         XCTAssertEqual(event.verdict, .rejected(reason: "replay store failed"))
         XCTAssertNil(event.credential)
-        let errors = log.lines.filter { $0.hasPrefix("<3>") }
-        XCTAssertEqual(errors.count, 1, "\(log.lines)")
+        let errors = log.all.filter { $0.hasPrefix("<3>") }
+        XCTAssertEqual(errors.count, 1, "\(log.all)")
         XCTAssertTrue(errors[0].contains(path) && errors[0].contains("fail closed"), errors[0])
     }
 
@@ -171,13 +171,13 @@ final class CredentialPolicyTests: XCTestCase {
         let policy = policy { $0.audience = "front" }
         _ = judged(policy, token)
         _ = judged(self.policy(), token)
-        XCTAssertFalse(log.lines.isEmpty)
-        for line in log.lines {
+        XCTAssertFalse(log.all.isEmpty)
+        for line in log.all {
             XCTAssertFalse(line.contains(token), line)
             XCTAssertFalse(line.contains(String(token.split(separator: ".")[2])), "the signature: \(line)")
         }
-        XCTAssertTrue(log.lines.contains { $0.contains("credential refused: wrong-audience (eyJhbGci... \(token.utf8.count) bytes, sha256 ") }, "\(log.lines)")
-        XCTAssertTrue(log.lines.contains { $0.contains("credential accepted: jwt number 12345678 kid site jti ") }, "\(log.lines)")
+        XCTAssertTrue(log.all.contains { $0.contains("credential refused: wrong-audience (eyJhbGci... \(token.utf8.count) bytes, sha256 ") }, "\(log.all)")
+        XCTAssertTrue(log.all.contains { $0.contains("credential accepted: jwt number 12345678 kid site jti ") }, "\(log.all)")
     }
 
     func testReportOutputsSeeTheFingerprintNeverTheToken() throws {
@@ -225,7 +225,7 @@ final class CredentialPolicyTests: XCTestCase {
         let error = try XCTUnwrap(policy.reloadKeys())
         XCTAssertTrue("\(error)".contains(path), "\(error)")
         XCTAssertEqual(judged(policy, try pass()).verdict, .accepted)
-        XCTAssertTrue(log.lines.contains { $0.hasPrefix("<3>credentials: reload failed, keeping the keys in use: credential-keys \(path)") }, "\(log.lines)")
+        XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>credentials: reload failed, keeping the keys in use: credential-keys \(path)") }, "\(log.all)")
     }
 
     func testMakeNamesTheOptionOrFile() throws {

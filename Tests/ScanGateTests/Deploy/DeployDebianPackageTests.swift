@@ -9,13 +9,10 @@ final class DeployDebianPackageTests: XCTestCase {
     private var dir = ""
 
     override func setUpWithError() throws {
-        dir = NSTemporaryDirectory() + "scangate-deb-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        dir = try TestFiles.temporaryDirectory()
         ConfigTestFiles.write("#!/bin/sh\necho scangate stand-in\n", to: dir + "/scangate")
         chmod(dir + "/scangate", 0o755)
     }
-
-    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
     private func buildDeb(version: String) throws -> String {
         let result = try ConfigTestFiles.run(root + "/deploy/debian/build-deb",

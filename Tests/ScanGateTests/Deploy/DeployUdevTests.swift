@@ -70,9 +70,8 @@ final class DeployUdevTests: XCTestCase {
     }
 
     func testUdevItselfAcceptsTheRules() throws {
-        let dir = NSTemporaryDirectory() + "scangate-udev-\(UUID().uuidString)"
+        let dir = try TestFiles.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/rules.d", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         for file in files {
             try FileManager.default.copyItem(atPath: root + "/udev/" + file, toPath: dir + "/rules.d/" + file)
         }

@@ -28,9 +28,8 @@ final class DeployUnitTests: XCTestCase {
 
     func testSystemdAnalyzeVerifyIsClean() throws {
         try requireAnalyze()
-        let dir = NSTemporaryDirectory() + "scangate-verify-\(UUID().uuidString)"
+        let dir = try TestFiles.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/man/man1", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         // The unit as installed, except that ExecStart points at a stand-in for /usr/bin/scangate.
         ConfigTestFiles.write("#!/bin/sh\n", to: dir + "/scangate")
         chmod(dir + "/scangate", 0o755)
@@ -63,9 +62,8 @@ final class DeployUnitTests: XCTestCase {
     /// a drop-in): still verifies clean, has IPv4/IPv6 sockets, allows only localhost, and stays well hardened.
     func testTheMQTTNetworkDropInVerifiesAndAllowsOnlyTheBroker() throws {
         try requireAnalyze()
-        let dir = NSTemporaryDirectory() + "scangate-dropin-\(UUID().uuidString)"
+        let dir = try TestFiles.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/man/man1", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         ConfigTestFiles.write("#!/bin/sh\n", to: dir + "/scangate")
         chmod(dir + "/scangate", 0o755)
         let dropIn = try ConfigTestFiles.read(root + "/deploy/dropins/mqtt-network.conf")

@@ -46,18 +46,18 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testNoChipMeansNoSinkAndLinesWithoutChipAreReported() {
-        let log = GPIOLogCapture()
-        XCTAssertNil(GPIOFeedback.make(settings: GPIOSettings(), logger: log.logger()))
+        let log = LogCapture()
+        XCTAssertNil(GPIOFeedback.make(settings: GPIOSettings(), logger: log.logger))
         XCTAssertTrue(log.all.isEmpty)
         var s = GPIOSettings()
         s.lines = [.green: .offset(17), .buzzer: .offset(18)]
-        XCTAssertNil(GPIOFeedback.make(settings: s, logger: log.logger()))
+        XCTAssertNil(GPIOFeedback.make(settings: s, logger: log.logger))
         XCTAssertEqual(log.all, ["<3>GPIO: --led-green, --buzzer given without --gpio-chip; LEDs and buzzer are off (name the chip by label, e.g. --gpio-chip pinctrl-rp1, by name or by path)"])
     }
 
     func testLinesAreInactiveAtStartUp() throws {
         let gpiod = FakeGpiod.pi5()
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: GPIOLogCapture().logger(),
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         XCTAssertEqual(gpiod.requests.count, 4, "lines are requested before make returns")
         XCTAssertTrue(gpiod.requests.allSatisfy { $0.initialValue == 0 })
@@ -69,10 +69,10 @@ final class GPIOFeedbackTests: XCTestCase {
 
     func testGoodReadLightsGreenAndBuzzesOnceThenEverythingIsInactive() throws {
         let gpiod = FakeGpiod.pi5()
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: GPIOLogCapture().logger(),
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.play(.grant)
-        XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 17) == [1, 0] })
+        XCTAssertTrue(waitUntil { self.values(gpiod, offset: 17) == [1, 0] })
         XCTAssertTrue(sink.waitUntilIdle(deadline: .now().adding(milliseconds: 5000)))
         XCTAssertEqual(values(gpiod, offset: 17), [1, 0])
         XCTAssertEqual(values(gpiod, offset: 18), [1, 0], "one buzz (logical values: active-low is the kernel's job)")
@@ -83,10 +83,10 @@ final class GPIOFeedbackTests: XCTestCase {
 
     func testRejectedCodeGivesRedDoubleBlinkAndTwoBuzzes() throws {
         let gpiod = FakeGpiod.pi5()
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: GPIOLogCapture().logger(),
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.play(.deny)
-        XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 27) == [1, 0, 1, 0] })
+        XCTAssertTrue(waitUntil { self.values(gpiod, offset: 27) == [1, 0, 1, 0] })
         XCTAssertTrue(sink.waitUntilIdle(deadline: .now().adding(milliseconds: 5000)))
         XCTAssertEqual(values(gpiod, offset: 27), [1, 0, 1, 0])
         XCTAssertEqual(values(gpiod, offset: 18), [1, 0, 1, 0])
@@ -100,14 +100,14 @@ final class GPIOFeedbackTests: XCTestCase {
         var s = settings()
         s.heartbeatMs = 60000          // lit for the whole test: no race with the poll
         s.heartbeatPeriodMs = 120000
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: GPIOLogCapture().logger(),
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.statusChanged(.scanning)
-        XCTAssertTrue(gpioEventually { gpiod.physical(offset: 22) == 1 })
+        XCTAssertTrue(waitUntil { gpiod.physical(offset: 22) == 1 })
         sink.statusChanged(.paused)
-        XCTAssertTrue(gpioEventually { gpiod.physical(offset: 22) == 0 })
+        XCTAssertTrue(waitUntil { gpiod.physical(offset: 22) == 0 })
         sink.statusChanged(.cameraLost)
-        XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 22).count >= 5 }, "fast blink")
+        XCTAssertTrue(waitUntil { self.values(gpiod, offset: 22).count >= 5 }, "fast blink")
         sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
     }
@@ -117,11 +117,11 @@ final class GPIOFeedbackTests: XCTestCase {
         var s = settings()
         s.goodLedMs = 60000
         s.goodBuzzMs = 60000
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: GPIOLogCapture().logger(),
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.statusChanged(.scanning)
         sink.play(.grant)
-        XCTAssertTrue(gpioEventually { gpiod.physical(offset: 17) == 1 && gpiod.physical(offset: 18) == 0 })
+        XCTAssertTrue(waitUntil { gpiod.physical(offset: 17) == 1 && gpiod.physical(offset: 18) == 0 })
         sink.close(deadline: .now().adding(milliseconds: 1000))
         assertAllInactiveAndReleased(gpiod)
         let count = gpiod.sets.count
@@ -134,13 +134,13 @@ final class GPIOFeedbackTests: XCTestCase {
     func testBusyLineIsReportedAndTheOtherLinesStillWork() throws {
         let gpiod = FakeGpiod.pi5()
         gpiod.hold(chip: "gpiochip0", offset: 18, consumer: "other-daemon")
-        let log = GPIOLogCapture()
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: log.logger(),
+        let log = LogCapture()
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: log.logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>GPIO: GPIO line GPIO18 (offset 18) on pinctrl-rp1 (gpiochip0) for the buzzer (--buzzer) is busy: held by consumer 'other-daemon'") },
                       log.all.joined(separator: "\n"))
         sink.play(.grant)
-        XCTAssertTrue(gpioEventually { self.values(gpiod, offset: 17) == [1, 0] })
+        XCTAssertTrue(waitUntil { self.values(gpiod, offset: 17) == [1, 0] })
         XCTAssertEqual(values(gpiod, offset: 18), [], "the busy line is never touched")
         sink.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(gpiod.consumer(offset: 18), "other-daemon")
@@ -150,7 +150,7 @@ final class GPIOFeedbackTests: XCTestCase {
         let clock = SystemFeedbackClock()
         let lines = RecordingLines(clock: clock, blocked: true)   // every line write hangs until opened
         let sink = GPIOFeedback(commands: GPIOFeedbackCommands(settings: settings()), clock: clock,
-                                logger: GPIOLogCapture().logger(), makeLines: { lines })
+                                logger: LogCapture().logger, makeLines: { lines })
         sink.play(.grant)   // the feedback thread is now stuck in the first write
         let returned = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {

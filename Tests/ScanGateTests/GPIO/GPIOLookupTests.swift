@@ -105,8 +105,8 @@ final class GPIOLookupTests: XCTestCase {
         var settings = GPIOSettings()
         settings.chip = "pinctrl-rp1"
         settings.lines = [.green: .name("GPIO17"), .red: .offset(27)]
-        let log = GPIOLogCapture()
-        let outputs = GPIOOutputs(settings: settings, calls: gpiod, logger: log.logger(), clock: FakeClock())
+        let log = LogCapture()
+        let outputs = GPIOOutputs(settings: settings, calls: gpiod, logger: log.logger, clock: FakeClock())
         XCTAssertEqual(outputs.openRoles, [.red], "the busy line does not stop the others")
         XCTAssertEqual(outputs.problems[.green]?.kind, .lineBusy)
         XCTAssertEqual(outputs.problems[.green]?.errno, .busy)
@@ -124,7 +124,7 @@ final class GPIOLookupTests: XCTestCase {
         settings.chip = "gpiochip0"
         settings.lines = [.green: .name("GPIO17"), .buzzer: .offset(17)]
         let gpiod = FakeGpiod.pi5()
-        let outputs = GPIOOutputs(settings: settings, calls: gpiod, logger: GPIOLogCapture().logger(), clock: FakeClock())
+        let outputs = GPIOOutputs(settings: settings, calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         XCTAssertEqual(outputs.openRoles, [.green])
         XCTAssertEqual(outputs.problems[.buzzer]?.message,
                        "line GPIO17 (offset 17) on pinctrl-rp1 (gpiochip0) is given for both the green LED (--led-green) and the buzzer (--buzzer); each role needs its own line")

@@ -21,7 +21,7 @@ final class GPIOOutputsTests: XCTestCase {
 
     func testRequestsUseConsumerActiveLowFlagAndStartInactive() {
         let gpiod = FakeGpiod.pi5()
-        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: GPIOLogCapture().logger(), clock: FakeClock())
+        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         XCTAssertEqual(Set(gpiod.requests.map(\.offset)), [17, 27, 22, 18])
         for r in gpiod.requests {
             XCTAssertEqual(r.consumer, "scangate")
@@ -39,7 +39,7 @@ final class GPIOOutputsTests: XCTestCase {
 
     func testActiveLowIsLeftToTheKernelFlagTheDriverSetsLogicalValues() {
         let gpiod = FakeGpiod.pi5()
-        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: GPIOLogCapture().logger(), clock: FakeClock())
+        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         outputs.set(.buzzer, active: true)
         outputs.set(.green, active: true)
         XCTAssertEqual(gpiod.sets.map(\.offset), [18, 17])
@@ -53,7 +53,7 @@ final class GPIOOutputsTests: XCTestCase {
 
     func testCloseDrivesEveryLineInactiveReleasesAndClosesTheChip() {
         let gpiod = FakeGpiod.pi5()
-        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: GPIOLogCapture().logger(), clock: FakeClock())
+        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         for role in GPIORole.allCases { outputs.set(role, active: true) }
         outputs.close()
         XCTAssertEqual(gpiod.physical(offset: 17), 0)
@@ -72,8 +72,8 @@ final class GPIOOutputsTests: XCTestCase {
         let gpiod = FakeGpiod.pi5()
         gpiod.hold(chip: "gpiochip0", offset: 17, consumer: "gpioset")
         let clock = FakeClock()
-        let log = GPIOLogCapture()
-        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger(), clock: clock)
+        let log = LogCapture()
+        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger, clock: clock)
         XCTAssertEqual(outputs.openRoles, [.red, .status, .buzzer])
         XCTAssertEqual(outputs.service(at: clock.now())?.nanoseconds, FakeClock.origin + 5000 * 1_000_000)
         outputs.set(.green, active: true)   // wanted while the line is busy
@@ -101,8 +101,8 @@ final class GPIOOutputsTests: XCTestCase {
         let gpiod = FakeGpiod.pi5()
         gpiod.setPresent(chip: "gpiochip0", false)
         let clock = FakeClock()
-        let log = GPIOLogCapture()
-        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger(), clock: clock)
+        let log = LogCapture()
+        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger, clock: clock)
         XCTAssertTrue(outputs.openRoles.isEmpty)
         XCTAssertEqual(outputs.problems[.green]?.kind, .chipNotFound)
         XCTAssertTrue(log.all.first?.hasPrefix("<3>GPIO: no GPIO chip with label 'pinctrl-rp1'") ?? false, "\(log.all)")
@@ -120,8 +120,8 @@ final class GPIOOutputsTests: XCTestCase {
     func testChipThatVanishesIsClosedAndReopened() {
         let gpiod = FakeGpiod.pi5()
         let clock = FakeClock()
-        let log = GPIOLogCapture()
-        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger(), clock: clock)
+        let log = LogCapture()
+        let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger, clock: clock)
         gpiod.setPresent(chip: "gpiochip0", false)
         clock.set(ms: 100)
         outputs.set(.green, active: true)   // ENODEV

@@ -50,8 +50,8 @@ final class GPIOSystemCallsTests: XCTestCase {
         s.chip = "scangate-test-no-such-label"
         s.lines = [.green: .name("GPIO17")]
         s.goodLedMs = 10
-        let log = GPIOLogCapture()
-        let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: log.logger()))
+        let log = LogCapture()
+        let sink = try XCTUnwrap(GPIOFeedback.make(settings: s, logger: log.logger))
         XCTAssertEqual(log.all.count, 1)
         XCTAssertTrue(log.all[0].hasPrefix("<3>GPIO: no GPIO chip with label 'scangate-test-no-such-label'"), log.all[0])
         sink.statusChanged(.scanning)

@@ -4,33 +4,6 @@ import Core
 @testable import Images
 import XCTest
 
-extension XCTestCase {
-    /// A fresh temporary folder (flat: files only), removed when the test ends.
-    func imagesTestDirectory(_ name: String = #function) -> String {
-        var template = Array("/tmp/scangate-\(name.filter { $0.isLetter || $0.isNumber })-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed")
-        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        addTeardownBlock { removeFlatDirectory(path) }
-        return path
-    }
-}
-
-/// Removes a folder and the files in it (test clean-up; our test folders hold no subfolders except
-/// render outputs one level deep).
-func removeFlatDirectory(_ path: String) {
-    if let dir = opendir(path) {
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(dir)
-        for name in names where unlink(path + "/" + name) != 0 { removeFlatDirectory(path + "/" + name) }
-    }
-    rmdir(path)
-}
-
 /// A test image with every gray level and some structure.
 func imagesTestPattern(width: Int = 37, height: Int = 23) -> LumaImage {
     LumaImage(width: width, height: height, pixels: (0..<(width * height)).map { UInt8(($0 * 7 + $0 / width * 13) & 0xFF) })
@@ -38,7 +11,7 @@ func imagesTestPattern(width: Int = 37, height: Int = 23) -> LumaImage {
 
 final class ImagesTests: XCTestCase {
     func testPGMWriteThenReadGivesTheSamePixels() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let image = imagesTestPattern()
         try ImageFile.write(image, to: dir + "/a.pgm", format: .pgm)
         XCTAssertEqual(try ImageFile.read(path: dir + "/a.pgm"), image)
@@ -59,7 +32,7 @@ final class ImagesTests: XCTestCase {
     }
 
     func testPNGWriteThenReadGivesTheSamePixels() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let image = imagesTestPattern()
         try ImageFile.write(image, to: dir + "/a.png", format: .png)
         let bytes = try FileBytes.read(path: dir + "/a.png")
@@ -91,7 +64,7 @@ final class ImagesTests: XCTestCase {
     func testJPEGIsDecodedToGray() throws {
         let source = LumaImage(width: 64, height: 32, pixels: (0..<(64 * 32)).map { ($0 % 64) < 32 ? 30 : 220 })
         let jpeg = try XCTUnwrap(compressJPEG(source))
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         try FileBytes.write(jpeg, to: dir + "/a.jpg")
         let image = try ImageFile.read(path: dir + "/a.jpg")
         XCTAssertEqual(image.width, 64)
@@ -101,7 +74,7 @@ final class ImagesTests: XCTestCase {
     }
 
     func testTruncatedAndGarbageFilesGiveErrorsNamingTheFile() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let image = imagesTestPattern()
         try ImageFile.write(image, to: dir + "/a.png", format: .png)
         try ImageFile.write(image, to: dir + "/a.pgm", format: .pgm)
@@ -136,7 +109,7 @@ final class ImagesTests: XCTestCase {
     // MARK: Y4M
 
     func testY4MMonoRoundTripKeepsEveryFrameAndTheRate() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let frames = (0..<3).map { n in (0..<(40 * 30)).map { UInt8(($0 + n * 50) & 0xFF) } }
         let writer = try Y4MWriter(path: dir + "/a.y4m", width: 40, height: 30, fps: 12.5, layout: .mono)
         for f in frames { try writer.write(luma: f) }
@@ -150,7 +123,7 @@ final class ImagesTests: XCTestCase {
     }
 
     func testY4M420RoundTripUsesOnlyTheLuma() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         // Odd sizes: chroma planes are ceil(w/2) x ceil(h/2).
         let frames = (0..<2).map { n in (0..<(41 * 31)).map { UInt8(($0 * 3 + n) & 0xFF) } }
         let writer = try Y4MWriter(path: dir + "/a.y4m", width: 41, height: 31, fps: 30, layout: .c420jpeg)
@@ -168,7 +141,7 @@ final class ImagesTests: XCTestCase {
 
     func testY4MFromOtherWritersWithFrameParametersAnd444() throws {
         // What ffmpeg writes: extra header fields, frame parameters, no F is also legal.
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         var bytes = Array("YUV4MPEG2 W4 H2 Ip A0:0 C444 XYSCSS=444\n".utf8)
         for n in 0..<2 {
             bytes += Array("FRAME Ixyz\n".utf8)
@@ -183,7 +156,7 @@ final class ImagesTests: XCTestCase {
     }
 
     func testTruncatedY4MNamesTheFileAndTheFrame() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let writer = try Y4MWriter(path: dir + "/a.y4m", width: 16, height: 16, fps: 15, layout: .c420jpeg)
         for _ in 0..<3 { try writer.write(luma: [UInt8](repeating: 50, count: 256)) }
         writer.close()
@@ -203,7 +176,7 @@ final class ImagesTests: XCTestCase {
     }
 
     func testBadY4MHeadersAreClearErrors() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let cases: [(String, String)] = [
             ("YUV4MPEG2 W16 H16 C420p10\n", "colour space 'C420p10' is not supported"),
             ("YUV4MPEG2 H16\n", "needs a positive W and H"),

@@ -155,7 +155,7 @@ final class DispatcherTests: XCTestCase {
     func testStdoutThatIsNotReadDropsLinesButNeverBlocksTheCaller() throws {
         var fds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&fds), 0)
-        let log = LogLines()
+        let log = LogCapture()
         var settings = OutputSettings()
         settings.format = .json
         let stdout = StdoutOutput(settings: settings, logger: log.logger, fd: FileDescriptor(rawValue: fds[1]), capacity: 16)
@@ -186,7 +186,7 @@ final class DispatcherTests: XCTestCase {
             }
             readerDone.signal()
         }
-        XCTAssertTrue(waitUntil { stdout.health.sent + stdout.droppedLines == UInt64(total) }, "every line written or counted")
+        XCTAssertTrue(waitUntil(20) { stdout.health.sent + stdout.droppedLines == UInt64(total) }, "every line written or counted")
         close(fds[1])
         XCTAssertEqual(readerDone.wait(timeout: .now() + 10), .success)
         close(fds[0])

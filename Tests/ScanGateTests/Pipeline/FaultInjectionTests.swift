@@ -43,23 +43,6 @@ final class UnpluggableSource: FrameSource, @unchecked Sendable {
     func close() {}
 }
 
-/// Lines of a Logger, for asserting what was logged.
-final class LogLines: Sendable {
-    private let lines = PosixMutex<[String]>([])
-    var logger: Logger { Logger(level: .debug, repeatInterval: 30) { [self] line in lines.withLock { $0.append(line) } } }
-    var all: [String] { lines.withLock { $0 } }
-}
-
-/// Waits (with a deadline, polling) until `condition` holds.
-func waitUntil(_ seconds: Double = 20, _ condition: () -> Bool) -> Bool {
-    let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
-    while !condition() {
-        if MonotonicInstant.now() > deadline { return false }
-        sleepThread(milliseconds: 5)
-    }
-    return true
-}
-
 final class FaultInjectionTests: XCTestCase {
     /// The camera vanishes: "camera lost" is logged, the status LED blinks fast, no code is lost or
     /// repeated; when it returns, scanning resumes without a restart.
@@ -69,7 +52,7 @@ final class FaultInjectionTests: XCTestCase {
         var gs = GPIOSettings()
         gs.chip = "pinctrl-rp1"
         gs.lines = [.status: .name("GPIO24"), .green: .name("GPIO22")]
-        let log = LogLines()
+        let log = LogCapture()
         let logger = log.logger
         let gpio = try XCTUnwrap(GPIOFeedback.make(settings: gs, logger: logger, calls: gpiod, clock: SystemFeedbackClock()))
         let sink = RecordingSink()
@@ -86,21 +69,21 @@ final class FaultInjectionTests: XCTestCase {
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { _ = pipeline.run(); done.signal() }
 
-        XCTAssertTrue(waitUntil { sink.payloads == ["BEFORE"] })
+        XCTAssertTrue(waitUntil(20) { sink.payloads == ["BEFORE"] })
         source.absent.store(true, ordering: .relaxed)
-        XCTAssertTrue(waitUntil { pipeline.currentCapture == .cameraLost })
+        XCTAssertTrue(waitUntil(20) { pipeline.currentCapture == .cameraLost })
         // The status LED (GPIO24) blinks fast: several on/off changes while the camera is away.
         let statusChanges = { gpiod.state.withLock { $0.sets.filter { $0.offset == 24 }.count } }
         let before = statusChanges()
-        XCTAssertTrue(waitUntil { statusChanges() >= before + 4 }, "status LED blinks while the camera is lost")
+        XCTAssertTrue(waitUntil(20) { statusChanges() >= before + 4 }, "status LED blinks while the camera is lost")
         XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>") && $0.contains("camera lost") }, "\(log.all)")
         let opensDuringLoss = source.opens.load(ordering: .relaxed)
-        XCTAssertTrue(waitUntil { source.opens.load(ordering: .relaxed) >= opensDuringLoss + 2 }, "it keeps retrying")
+        XCTAssertTrue(waitUntil(20) { source.opens.load(ordering: .relaxed) >= opensDuringLoss + 2 }, "it keeps retrying")
 
         // Plugged back in, with the other code in view.
         source.absent.store(false, ordering: .relaxed)
-        XCTAssertTrue(waitUntil { pipeline.currentCapture == .scanning })
-        XCTAssertTrue(waitUntil { sink.payloads.count >= 2 })
+        XCTAssertTrue(waitUntil(20) { pipeline.currentCapture == .scanning })
+        XCTAssertTrue(waitUntil(20) { sink.payloads.count >= 2 })
         pipeline.stopForSignal()
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(sink.payloads, ["BEFORE", "AFTER"], "each code reported exactly once across the outage")
@@ -140,12 +123,12 @@ final class FaultInjectionTests: XCTestCase {
         DispatchQueue.global().async { _ = pipeline.run(); done.signal() }
         let pings = { calls.messages.filter { $0 == "WATCHDOG=1" }.count }
 
-        XCTAssertTrue(waitUntil { decoded.load(ordering: .relaxed) >= 10 })
+        XCTAssertTrue(waitUntil(20) { decoded.load(ordering: .relaxed) >= 10 })
         watchdog.tick()
         notifier.flush()
         XCTAssertEqual(pings(), 1, "fed while frames are decoded")
 
-        XCTAssertTrue(waitUntil { hanging.load(ordering: .relaxed) })
+        XCTAssertTrue(waitUntil(20) { hanging.load(ordering: .relaxed) })
         watchdog.tick()   // may still see the frames decoded before the hang
         watchdog.tick()
         watchdog.tick()
@@ -158,7 +141,7 @@ final class FaultInjectionTests: XCTestCase {
 
         hang.signal()
         let after = decoded.load(ordering: .relaxed)
-        XCTAssertTrue(waitUntil { decoded.load(ordering: .relaxed) > after + 5 })
+        XCTAssertTrue(waitUntil(20) { decoded.load(ordering: .relaxed) > after + 5 })
         watchdog.tick()
         notifier.flush()
         XCTAssertEqual(pings(), whileHung + 1, "pings resume with decoding")

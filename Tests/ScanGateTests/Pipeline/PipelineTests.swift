@@ -172,8 +172,7 @@ final class PipelineTests: XCTestCase {
             done.fulfill()
         }
         // Wait until frames flow, then stop.
-        let deadline = MonotonicInstant.now().adding(milliseconds: 10_000)
-        while p.stats.captured < 100 && MonotonicInstant.now() < deadline { sleepThread(milliseconds: 1) }
+        waitUntil(10) { p.stats.captured >= 100 }
         p.stop()
         wait(for: [done], timeout: 10)
         XCTAssertFalse(sink.closed)

@@ -43,7 +43,7 @@ final class ReplayTests: XCTestCase {
     }
 
     func testRenderedScenarioReplaysWithIdenticalLumaInEveryFormat() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let scenario = dir + "/a.scenario"
         try FileBytes.write(Array(scenarioText.utf8), to: scenario)
         let expected = try scenarioFrames(scenario)
@@ -66,7 +66,7 @@ final class ReplayTests: XCTestCase {
     }
 
     func testLoopRestartsAndKeepsCountingAndFastIsNotLive() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let writer = try Y4MWriter(path: dir + "/a.y4m", width: 16, height: 16, fps: 15)
         for n in 0..<3 { try writer.write(luma: [UInt8](repeating: UInt8(n * 10), count: 256)) }
         writer.close()
@@ -80,7 +80,7 @@ final class ReplayTests: XCTestCase {
     }
 
     func testTruncatedY4MThrowsAUsageErrorFromNextFrame() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         let writer = try Y4MWriter(path: dir + "/a.y4m", width: 16, height: 16, fps: 15)
         for _ in 0..<3 { try writer.write(luma: [UInt8](repeating: 7, count: 256)) }
         writer.close()
@@ -97,7 +97,7 @@ final class ReplayTests: XCTestCase {
     }
 
     func testFolderFramesPlayInNaturalOrderAndMustShareOneSize() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         for n in [10, 2, 1] {
             try ImageFile.write(LumaImage(width: 8, height: 4, fill: UInt8(n)), to: "\(dir)/f\(n).pgm", format: .pgm)
         }
@@ -116,7 +116,7 @@ final class ReplayTests: XCTestCase {
     }
 
     func testBadPathsAreClearUsageErrors() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         XCTAssertThrowsError(try ReplaySource(path: dir + "/missing.y4m", settings: settings())) { error in
             XCTAssertTrue("\(error)".hasPrefix("cannot read \(dir)/missing.y4m: No such file"), "\(error)")
         }
@@ -131,7 +131,7 @@ final class ReplayTests: XCTestCase {
     }
 
     func testRenderCommandRejectsBadInputWithExitTwo() throws {
-        let dir = imagesTestDirectory()
+        let dir = try TestFiles.temporaryDirectory()
         XCTAssertEqual(RenderCommand.run([]), 2)
         XCTAssertEqual(RenderCommand.run(["--help"]), 0)
         XCTAssertEqual(RenderCommand.run([dir + "/missing.scenario", "--out", dir + "/o.y4m"]), 2)

@@ -13,7 +13,7 @@ final class ServiceJournalLogTests: XCTestCase {
     }
 
     func testOneInfoLinePerCodeAndStatusLevels() {
-        let lines = LockedLines()
+        let lines = LogCapture()
         let sink = JournalLogSink(logger: Logger(level: .debug, sink: { lines.append($0) }))
         sink.report(event(Array("HELLO".utf8)))
         sink.report(event(Array("BAD".utf8), seq: 2, verdict: .rejected(reason: "control character")))
@@ -31,7 +31,7 @@ final class ServiceJournalLogTests: XCTestCase {
     }
 
     func testHostilePayloadCannotForgeALogLine() {
-        let lines = LockedLines()
+        let lines = LogCapture()
         let sink = JournalLogSink(logger: Logger(level: .info, sink: { lines.append($0) }), maxPayload: 64)
         sink.report(event(Array("A\r\n<3>forged\u{1B}[2J\u{0}".utf8)))
         sink.report(event([0x41, 0x0A, 0xFF], seq: 2))
@@ -45,7 +45,7 @@ final class ServiceJournalLogTests: XCTestCase {
     }
 
     func testNothingIsFormattedBelowTheLevel() {
-        let lines = LockedLines()
+        let lines = LogCapture()
         let sink = JournalLogSink(logger: Logger(level: .warning, sink: { lines.append($0) }))
         sink.report(event(Array("HELLO".utf8)))
         sink.close(deadline: .now().adding(milliseconds: 1000))

@@ -49,8 +49,8 @@ final class ServiceMetricsTests: XCTestCase {
     func testTheFileIsWrittenAtomicallyAndSaysDownAtClose() throws {
         let dir = try TestFiles.temporaryDirectory()
         let path = dir + "/scangate.prom"
-        let file = try MetricsTextfile(path: path, intervalSeconds: 0.05, provider: { Self.snapshot() }, logger: RecordingLog().logger)
-        XCTAssertTrue(waitUntil(timeout: 5) { file.filesWritten >= 3 })
+        let file = try MetricsTextfile(path: path, intervalSeconds: 0.05, provider: { Self.snapshot() }, logger: LogCapture().logger)
+        XCTAssertTrue(waitUntil(5) { file.filesWritten >= 3 })
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".prom") }, ["scangate.prom"])
         XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("scangate_up 1\n"))
         var info = stat()
@@ -59,7 +59,7 @@ final class ServiceMetricsTests: XCTestCase {
         file.close()
         XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("scangate_up 0\n"))
         XCTAssertFalse(FileManager.default.fileExists(atPath: path + ".tmp"))
-        XCTAssertThrowsError(try MetricsTextfile(path: dir + "/scangate.txt", provider: { Self.snapshot() }, logger: RecordingLog().logger)) {
+        XCTAssertThrowsError(try MetricsTextfile(path: dir + "/scangate.txt", provider: { Self.snapshot() }, logger: LogCapture().logger)) {
             XCTAssertTrue("\($0)".contains("must end in .prom"), "\($0)")
         }
     }
@@ -71,7 +71,7 @@ final class ServiceMetricsTests: XCTestCase {
     func testTheStopDeadlinesLastWordHoldsAgainstAWriteUnderWay() throws {
         let dir = try TestFiles.temporaryDirectory()
         let path = dir + "/scangate.prom"
-        let file = try MetricsTextfile(path: path, intervalSeconds: 3600, provider: { Self.snapshot() }, logger: RecordingLog().logger)
+        let file = try MetricsTextfile(path: path, intervalSeconds: 3600, provider: { Self.snapshot() }, logger: LogCapture().logger)
         defer { file.close() }
         XCTAssertTrue(try String(contentsOfFile: path, encoding: .utf8).contains("scangate_up 1\n"))
         XCTAssertEqual(mkfifo(path + ".tmp", 0o600), 0)
@@ -81,7 +81,7 @@ final class ServiceMetricsTests: XCTestCase {
             finished.signal()
         }
         writer.start()
-        XCTAssertTrue(waitUntil(timeout: 10) { Self.aThreadWaitsForAFIFOPartner() }, "the write is blocked in open(2)")
+        XCTAssertTrue(waitUntil(10) { Self.aThreadWaitsForAFIFOPartner() }, "the write is blocked in open(2)")
         XCTAssertFalse(file.writeDown(), "a write is under way: the last word is left to it")
         let reader = open(path + ".tmp", O_RDONLY | O_NONBLOCK)
         XCTAssertGreaterThanOrEqual(reader, 0)
@@ -96,7 +96,7 @@ final class ServiceMetricsTests: XCTestCase {
     func testTheStopDeadlinesLastWordIsWrittenAtOnceWhenNoWriteIsUnderWay() throws {
         let dir = try TestFiles.temporaryDirectory()
         let path = dir + "/scangate.prom"
-        let file = try MetricsTextfile(path: path, intervalSeconds: 3600, provider: { Self.snapshot() }, logger: RecordingLog().logger)
+        let file = try MetricsTextfile(path: path, intervalSeconds: 3600, provider: { Self.snapshot() }, logger: LogCapture().logger)
         defer { file.close() }
         XCTAssertTrue(file.writeDown())
         let text = try String(contentsOfFile: path, encoding: .utf8)
@@ -124,7 +124,7 @@ final class ServiceMetricsTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         XCTAssertEqual(symlink(state + "/scangate.prom", dir + "/scangate.prom"), 0)
         let file = try MetricsTextfile(path: state + "/scangate.prom", intervalSeconds: 0.2, provider: { Self.snapshot() },
-                                       logger: RecordingLog().logger)
+                                       logger: LogCapture().logger)
         defer { file.close() }
         let port = try FreePort.make()
         let p = Process()
@@ -135,7 +135,7 @@ final class ServiceMetricsTests: XCTestCase {
         p.standardError = FileHandle.nullDevice
         try p.run()
         defer { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() }
-        XCTAssertTrue(waitUntil(timeout: 15) { FreePort.accepts(port) }, "node exporter listening")
+        XCTAssertTrue(waitUntil(15) { FreePort.accepts(port) }, "node exporter listening")
 
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")

@@ -51,7 +51,7 @@ final class ServiceNotifierTests: XCTestCase {
     func testOutsideSystemdNothingIsSentAndNothingFails() {
         unsetenv("NOTIFY_SOCKET")
         XCTAssertEqual(try LibSystemd().notify("READY=1").get(), false)
-        let lines = LockedLines()
+        let lines = LogCapture()
         let notifier = ServiceNotifier(logger: Logger(level: .debug, sink: { lines.append($0) }))
         notifier.statusChanged(.scanning)
         notifier.close()
@@ -61,7 +61,7 @@ final class ServiceNotifierTests: XCTestCase {
 
     func testAnUnreachableSocketIsLoggedNotFatal() {
         setenv("NOTIFY_SOCKET", socket.directory + "/nobody-listens", 1)
-        let lines = LockedLines()
+        let lines = LogCapture()
         let notifier = ServiceNotifier(logger: Logger(level: .debug, sink: { lines.append($0) }))
         notifier.statusChanged(.scanning)
         notifier.flush()
@@ -69,10 +69,3 @@ final class ServiceNotifierTests: XCTestCase {
     }
 }
 
-/// Log lines collected from any thread.
-final class LockedLines: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lines: [String] = []
-    func append(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-}

@@ -45,7 +45,7 @@ final class ServiceStatusSocketTests: XCTestCase {
 
     func testAClientGetsTheJSONDocument() throws {
         let path = try socketPath()
-        let log = RecordingLog()
+        let log = LogCapture()
         let socket = try StatusSocket(path: path, group: "scangate", provider: { Self.report() }, logger: log.logger)
         defer { socket.close() }
         var info = stat()
@@ -67,7 +67,7 @@ final class ServiceStatusSocketTests: XCTestCase {
         XCTAssertEqual((json["mqtt"] as? [String: Any])?["spool_events"] as? Int, 5)
         // The document reads back to the same report.
         XCTAssertEqual(try StatusReport(json: Array(answer.utf8)), Self.report())
-        XCTAssertTrue(waitUntil(timeout: 5) { socket.connectionsServed == 1 })
+        XCTAssertTrue(waitUntil(5) { socket.connectionsServed == 1 })
     }
 
     /// The socket's group is the one named, when it exists (here an existing system group stands in for
@@ -77,19 +77,19 @@ final class ServiceStatusSocketTests: XCTestCase {
         let gid = group.pointee.gr_gid
         let path = try socketPath()
         let socket = try StatusSocket(path: path, group: String(cString: group.pointee.gr_name), provider: { Self.report() },
-                                      logger: RecordingLog().logger)
+                                      logger: LogCapture().logger)
         defer { socket.close() }
         var info = stat()
         XCTAssertEqual(stat(path, &info), 0)
         XCTAssertEqual(info.st_gid, gid)
         XCTAssertEqual(info.st_mode & 0o777, 0o660)
-        let other = try StatusSocket(path: try socketPath(), group: "no-such-group-here", provider: { Self.report() }, logger: RecordingLog().logger)
+        let other = try StatusSocket(path: try socketPath(), group: "no-such-group-here", provider: { Self.report() }, logger: LogCapture().logger)
         other.close()
     }
 
     func testRequestsAreBounded() throws {
         let path = try socketPath()
-        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)
         defer { socket.close() }
         XCTAssertTrue(try ask(path, "hello\n").contains("unknown request \\\"hello\\\"; send 'status'"))
         XCTAssertTrue(try ask(path, String(repeating: "x", count: 1000)).contains("a request is at most 256 bytes"))
@@ -106,7 +106,7 @@ final class ServiceStatusSocketTests: XCTestCase {
     /// and `close` returns with them still connected (they are closed, not waited for).
     func testIdleClientsDelayNeitherOthersNorClose() throws {
         let path = try socketPath()
-        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)
         var idle: [Int32] = []
         defer { for fd in idle { close(fd) } }
         for _ in 0..<20 {
@@ -132,7 +132,7 @@ final class ServiceStatusSocketTests: XCTestCase {
     func testAPathTooLongForTheTemporaryNameIsRefused() throws {
         let dir = try TestFiles.temporaryDirectory()
         let path = dir + "/" + String(repeating: "s", count: max(1, 100 - dir.utf8.count)) + ".sock"
-        XCTAssertThrowsError(try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)) {
+        XCTAssertThrowsError(try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)) {
             XCTAssertTrue("\($0)".contains("a socket path is at most"), "\($0)")
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "nothing left behind")
@@ -140,8 +140,8 @@ final class ServiceStatusSocketTests: XCTestCase {
 
     func testAStaleSocketIsReplacedALiveOneIsAnErrorAndCloseRemovesIt() throws {
         let path = try socketPath()
-        let first = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
-        XCTAssertThrowsError(try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)) { error in
+        let first = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)
+        XCTAssertThrowsError(try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)) { error in
             XCTAssertTrue("\(error)".contains("another scangate answers on it"), "\(error)")
         }
         first.close()
@@ -151,7 +151,7 @@ final class ServiceStatusSocketTests: XCTestCase {
         XCTAssertEqual(StatusSocketAddress.with(path) { bind(stale, $0, $1) }, 0)
         close(stale)
         XCTAssertTrue(FileManager.default.fileExists(atPath: path))
-        let second = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        let second = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)
         defer { second.close() }
         XCTAssertTrue(try ask(path).contains("\"pid\":4242"))
     }
@@ -166,7 +166,7 @@ final class ServiceStatusSocketTests: XCTestCase {
 
     func testScangateStatusPrintsASummaryAndTheJSON() throws {
         let path = try socketPath()
-        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)
         defer { socket.close() }
         let summary = try ScangateProcess.run(["status", "--socket", path])
         XCTAssertEqual(summary.status, 0, summary.stderr)
@@ -193,7 +193,7 @@ final class ServiceStatusSocketTests: XCTestCase {
         var absurd = Self.report()
         absurd.uptimeSeconds = 1e300
         let report = absurd
-        let socket = try StatusSocket(path: path, group: nil, provider: { report }, logger: RecordingLog().logger)
+        let socket = try StatusSocket(path: path, group: nil, provider: { report }, logger: LogCapture().logger)
         defer { socket.close() }
         let summary = try ScangateProcess.run(["status", "--socket", path])
         XCTAssertEqual(summary.status, 0, summary.stderr)
@@ -221,7 +221,7 @@ final class ServiceStatusSocketTests: XCTestCase {
         let nobody = try ScangateProcess.run(["status", "--config", conf])
         XCTAssertEqual(nobody.status, 1)
         XCTAssertEqual(nobody.stderr, "scangate status: nothing answers on \(path) (is scangate run running with this status-socket?)\n")
-        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: RecordingLog().logger)
+        let socket = try StatusSocket(path: path, group: nil, provider: { Self.report() }, logger: LogCapture().logger)
         defer { socket.close() }
         let found = try ScangateProcess.run(["status", "--config", conf])
         XCTAssertEqual(found.status, 0, found.stderr)

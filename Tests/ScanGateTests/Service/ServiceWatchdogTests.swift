@@ -15,11 +15,7 @@ final class ServiceWatchdogTests: XCTestCase {
     /// Waits (with a deadline) until the watchdog has ticked `count` more times.
     private func waitForTicks(_ watchdog: Watchdog, _ count: UInt64, file: StaticString = #filePath, line: UInt = #line) {
         let target = watchdog.ticks + count
-        let deadline = Date().addingTimeInterval(20)
-        while watchdog.ticks < target {
-            if Date() > deadline { XCTFail("watchdog did not tick", file: file, line: line); return }
-            sleepThread(milliseconds: 5)  // polling interval, not synchronisation: the loop waits on `ticks`
-        }
+        waitUntil(20, failure: "watchdog did not tick", file: file, line: line) { watchdog.ticks >= target }
     }
 
     func testWatchdogIsOffWithoutWatchdogUsecOrForAnotherProcess() {
@@ -40,7 +36,7 @@ final class ServiceWatchdogTests: XCTestCase {
         setenv("WATCHDOG_USEC", "100000", 1)
         setenv("WATCHDOG_PID", String(getpid()), 1)
         let notifier = ServiceNotifier(logger: logger)
-        let lines = LockedLines()
+        let lines = LogCapture()
         let watchdog = try XCTUnwrap(Watchdog.make(notifier: notifier, logger: Logger(level: .info, sink: { lines.append($0) })))
         defer { watchdog.close() }
         watchdog.statusChanged(.scanning)

@@ -6,8 +6,8 @@ import XCTest
 import Settings
 
 final class SimulatorCameraTests: XCTestCase {
-    private func writeScenario(_ text: String, name: String = #function) throws -> String {
-        let path = imagesTestDirectory(name) + "/s.scenario"
+    private func writeScenario(_ text: String) throws -> String {
+        let path = try TestFiles.temporaryDirectory() + "/s.scenario"
         try FileBytes.write(Array(text.utf8), to: path)
         return path
     }
@@ -74,7 +74,7 @@ final class SimulatorCameraTests: XCTestCase {
             code qr "DARK MODE" frames 3-4 module 4 invert
             """
         let a = try SimulatedCamera(spec: try writeScenario(text), settings: settings())
-        let b = try SimulatedCamera(spec: try writeScenario(text, name: "second"), settings: settings())
+        let b = try SimulatedCamera(spec: try writeScenario(text), settings: settings())
         try a.open()
         try b.open()
         var framesA: [Frame] = []
@@ -103,7 +103,7 @@ final class SimulatorCameraTests: XCTestCase {
         XCTAssertLessThan(MonotonicInstant.now().milliseconds(since: start), 60_000)
 
         // Paced: 4 frames at 20 fps span at least 3 frame intervals (150 ms); only a lower bound is asserted.
-        let pacedPath = try writeScenario("size 64x64\nfps 20\nframes 4\n", name: "paced")
+        let pacedPath = try writeScenario("size 64x64\nfps 20\nframes 4\n")
         let paced = try SimulatedCamera(spec: pacedPath, settings: settings(fast: false))
         XCTAssertTrue(paced.isLive)
         try paced.open()
@@ -154,7 +154,7 @@ final class SimulatorCameraTests: XCTestCase {
         XCTAssertThrowsError(try SimulatedCamera(spec: "", settings: settings())) { error in
             XCTAssertTrue("\(error)".contains("sim: needs a payload"), "\(error)")
         }
-        let bad = try writeScenario("size 100x80\ncode qr \"A\" frames x\n", name: "bad")
+        let bad = try writeScenario("size 100x80\ncode qr \"A\" frames x\n")
         XCTAssertThrowsError(try SimulatedCamera(spec: bad, settings: settings())) { error in
             XCTAssertTrue(error is UsageError)
             XCTAssertTrue("\(error)".hasPrefix("\(bad):2: frames 'x'"), "\(error)")

@@ -14,17 +14,7 @@ final class SoundALSAFileTests: XCTestCase {
     private var rawPath: String { directory + "/beep.raw" }
 
     override func setUpWithError() throws {
-        var template = Array("/tmp/scangate-sound-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { buffer in
-            buffer.baseAddress.flatMap { mkdtemp($0) } != nil
-        }
-        XCTAssertTrue(made, "mkdtemp: \(Errno.current)")
-        directory = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    override func tearDown() {
-        unlink(rawPath)
-        rmdir(directory)
+        directory = try TestFiles.temporaryDirectory()
     }
 
     /// `pcm.beeptest`: everything played lands in `rawPath` as S16_LE mono 48000 Hz.
@@ -53,8 +43,8 @@ final class SoundALSAFileTests: XCTestCase {
     }
 
     /// A logger whose lines the test can wait for.
-    private func capturingLogger() -> (Logger, SoundLogCapture) {
-        let capture = SoundLogCapture()
+    private func capturingLogger() -> (Logger, LogCapture) {
+        let capture = LogCapture()
         return (Logger(level: .debug, sink: { capture.append($0) }), capture)
     }
 
@@ -79,7 +69,7 @@ final class SoundALSAFileTests: XCTestCase {
         let sink = BeepFeedback(settings: settings, logger: logger, configuration: try fileConfiguration())
         let expected = (verdict.isAccepted ? settings.good : settings.error)!.description
         sink.play(verdict.isAccepted ? .grant : .deny)
-        XCTAssertTrue(log.waitFor("beep: played \(expected) on beeptest", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: played \(expected) on beeptest", within: 10), log.text)
         sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertFalse(log.text.contains("<4>"), "no warning expected: \(log.text)")
         return try readSamples()
@@ -152,13 +142,13 @@ final class SoundALSAFileTests: XCTestCase {
         s.device = "hw:99"
         let (logger, log) = capturingLogger()
         let sink = BeepFeedback(settings: s, logger: logger)  // the system's ALSA configuration
-        XCTAssertTrue(log.waitFor("beep: cannot open ALSA device hw:99", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: cannot open ALSA device hw:99", within: 10), log.text)
         for _ in 0..<20 { sink.play(.grant) }   // never blocks, never crashes
         sink.play(.deny)
         let closed = expectation(description: "close returns")
         DispatchQueue.global().async { sink.close(deadline: .now().adding(milliseconds: 2000)); closed.fulfill() }
         wait(for: [closed], timeout: 10)
-        let warnings = log.lines.filter { $0.hasPrefix("<4>") }
+        let warnings = log.all.filter { $0.hasPrefix("<4>") }
         XCTAssertEqual(warnings.count, 1, "one rate-limited warning expected: \(warnings)")
         XCTAssertTrue(warnings.first?.contains("hw:99") ?? false)
         XCTAssertTrue(warnings.first?.contains("snd_pcm_open") ?? false, "names the ALSA call: \(warnings)")
@@ -168,32 +158,12 @@ final class SoundALSAFileTests: XCTestCase {
         let (logger, log) = capturingLogger()
         let sink = BeepFeedback(settings: try settings(good: "440:5000,880:5000"), logger: logger,
                             configuration: try fileConfiguration())
-        XCTAssertTrue(log.waitFor("beep: ALSA device beeptest open", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: ALSA device beeptest open", within: 10), log.text)
         sink.play(.grant)
         let closed = expectation(description: "close returns")
         DispatchQueue.global().async { sink.close(deadline: .now().adding(milliseconds: 2000)); closed.fulfill() }
         wait(for: [closed], timeout: 2 + 3)
         XCTAssertFalse(log.text.contains("did not stop"), log.text)
-    }
-}
-
-/// Log lines collected from a Logger sink, with a deadline-bounded wait for one to appear.
-final class SoundLogCapture: @unchecked Sendable {
-    private let lock = SoundTestLock()
-    private var collected: [String] = []
-
-    func append(_ line: String) { lock.locked { collected.append(line) } }
-    var lines: [String] { lock.locked { collected } }
-    var text: String { lines.joined(separator: "\n") }
-
-    /// Polls (with a deadline) until a line contains `fragment`.
-    func waitFor(_ fragment: String, seconds: Double) -> Bool {
-        let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
-        while MonotonicInstant.now() < deadline {
-            if lines.contains(where: { $0.contains(fragment) }) { return true }
-            sleepThread(milliseconds: 5)
-        }
-        return lines.contains(where: { $0.contains(fragment) })
     }
 }
 

@@ -99,19 +99,10 @@ final class SoundFakePCMTests: XCTestCase {
                   frame: 0, dequeuedAt: .now(), emittedAt: .now(), verdict: verdict)
     }
 
-    private func makeSink(_ fake: FakeALSA, _ settings: BeepSettings, backoff: Double = 2_000) -> (BeepFeedback, SoundLogCapture) {
-        let log = SoundLogCapture()
+    private func makeSink(_ fake: FakeALSA, _ settings: BeepSettings, backoff: Double = 2_000) -> (BeepFeedback, LogCapture) {
+        let log = LogCapture()
         let logger = Logger(level: .debug, sink: { log.append($0) })
         return (BeepFeedback(settings: settings, logger: logger, calls: fake, retryBackoffMilliseconds: backoff), log)
-    }
-
-    private func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
-        while !condition() {
-            if MonotonicInstant.now() >= deadline { return false }
-            sleepThread(milliseconds: 2)
-        }
-        return true
     }
 
     func testUnderrunIsRecoveredAndTheWholeBeepIsPlayed() {
@@ -119,7 +110,7 @@ final class SoundFakePCMTests: XCTestCase {
         fake.writeCodes = [Int(-EPIPE)]
         let (sink, log) = makeSink(fake, settings())
         sink.play(.grant)
-        XCTAssertTrue(log.waitFor("beep: played 2000:100", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: played 2000:100", within: 10), log.text)
         sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.locked { fake.recovers }, [-EPIPE])
         XCTAssertEqual(fake.writtenFrames, 4800)
@@ -134,7 +125,7 @@ final class SoundFakePCMTests: XCTestCase {
         fake.recoverCode = -ENODEV
         let (sink, log) = makeSink(fake, settings(), backoff: 50)
         sink.play(.grant)
-        XCTAssertTrue(log.waitFor("beep: lost ALSA device fake", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: lost ALSA device fake", within: 10), log.text)
         XCTAssertTrue(log.text.contains("snd_pcm_recover"), log.text)
         XCTAssertTrue(log.text.contains("No such device"), log.text)
         fake.locked { fake.recoverCode = 0 }
@@ -153,10 +144,10 @@ final class SoundFakePCMTests: XCTestCase {
         let fake = FakeALSA()
         fake.openCodes = [-EBUSY]
         let (sink, log) = makeSink(fake, settings(), backoff: 1_500)
-        XCTAssertTrue(log.waitFor("cannot open ALSA device fake", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "cannot open ALSA device fake", within: 10), log.text)
         XCTAssertTrue(log.text.contains("Device or resource busy"), log.text)
         sink.play(.grant)  // within the backoff: skipped, not retried
-        XCTAssertTrue(log.waitFor("beep: skipped", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: skipped", within: 10), log.text)
         XCTAssertEqual(fake.locked { fake.opens }, 1)
         XCTAssertTrue(waitUntil(10) {
             sink.play(.grant)
@@ -165,7 +156,7 @@ final class SoundFakePCMTests: XCTestCase {
         }, log.text)
         sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.locked { fake.opens }, 2)
-        XCTAssertEqual(log.lines.filter { $0.hasPrefix("<4>") }.count, 1, log.text)
+        XCTAssertEqual(log.all.filter { $0.hasPrefix("<4>") }.count, 1, log.text)
     }
 
     func testNewEventCutsTheBeepShortWithoutClickAndWithoutBacklog() {
@@ -177,10 +168,10 @@ final class SoundFakePCMTests: XCTestCase {
         sink.play(.grant)
         XCTAssertTrue(waitUntil(10) { fake.writtenFrames > 2_000 })
         for _ in 0..<5 { sink.play(.deny) }
-        XCTAssertTrue(log.waitFor("beep: played \(BeepPattern.defaultError)", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: played \(BeepPattern.defaultError)", within: 10), log.text)
         sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertTrue(log.text.contains("beep: 1000:5000 cut short"), log.text)
-        XCTAssertEqual(log.lines.filter { $0.contains("beep: played") }.count, 1, "no backlog: \(log.text)")
+        XCTAssertEqual(log.all.filter { $0.contains("beep: played") }.count, 1, "no backlog: \(log.text)")
         let samples = fake.locked { fake.written }
         XCTAssertLessThan(samples.count, 48 * 5000, "the long beep was cut")
         // No click: no step between neighbouring samples is larger than the 1000 Hz sine's own slope.
@@ -220,7 +211,7 @@ final class SoundFakePCMTests: XCTestCase {
         fake.rate = 44_100
         let (sink, log) = makeSink(fake, settings(good: "2000:100"))
         sink.play(.grant)
-        XCTAssertTrue(log.waitFor("beep: played", seconds: 10), log.text)
+        XCTAssertTrue(log.wait(for: "beep: played", within: 10), log.text)
         sink.close(deadline: .now().adding(milliseconds: 2000))
         let tones = SoundSignalAnalysis.tones(fake.locked { fake.written }, rate: 44_100)
         XCTAssertEqual(tones.count, 1)

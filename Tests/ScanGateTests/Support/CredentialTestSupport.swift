@@ -61,14 +61,6 @@ enum CredentialFixtures {
     }
 }
 
-/// Collects a Logger's lines.
-final class LogCapture: Sendable {
-    private let stored = PosixMutex<[String]>([])
-    var lines: [String] { stored.withLock { $0 } }
-    var logger: Logger { Logger(level: .debug) { line in self.stored.withLock { $0.append(line) } } }
-    func clear() { stored.withLock { $0.removeAll() } }
-}
-
 /// The project's Python peers (.build/venv, made by scripts/python-env from Tests/python-requirements.txt).
 enum PythonPeers {
     static var python: String { TestFiles.repositoryRoot + "/.build/venv/bin/python" }
@@ -80,20 +72,11 @@ enum PythonPeers {
             XCTFail("the Python peers are missing: run scripts/python-env (installs PyJWT, cryptography and cwt from Tests/python-requirements.txt into .build/venv)", file: file, line: line)
             throw NSError(domain: "PythonPeers", code: 1)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [directory + "/" + script] + args
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        if process.terminationStatus == 2 || (process.terminationStatus != 0 && process.terminationStatus != 1) {
-            XCTFail("\(script) \(args.prefix(1)): exit \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))", file: file, line: line)
+        let result = try TestProcess.run(python, [directory + "/" + script] + args, file: file, line: line)
+        if result.status != 0 && result.status != 1 {
+            XCTFail("\(script) \(args.prefix(1)): exit \(result.status): \(result.stderr)", file: file, line: line)
         }
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (result.status, result.stdoutText)
     }
 
     struct Case: Decodable {

@@ -300,22 +300,3 @@ final class RecordingLines: FeedbackLines, Sendable {
     func close() { state.withLock { $0.closed += 1 } }
 }
 
-/// Collects log lines.
-final class GPIOLogCapture: Sendable {
-    private let lines = PosixMutex<[String]>([])
-    var all: [String] { lines.withLock { $0 } }
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    func logger(level: LogLevel = .debug) -> Logger {
-        Logger(level: level, repeatInterval: 30) { [self] line in self.append(line) }
-    }
-}
-
-/// Polls `condition` until it holds or `seconds` pass (a deadline, never a fixed sleep as synchronisation).
-func gpioEventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
-    while MonotonicInstant.now() < deadline {
-        if condition() { return true }
-        sleepThread(milliseconds: 2)
-    }
-    return condition()
-}

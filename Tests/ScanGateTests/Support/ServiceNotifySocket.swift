@@ -9,8 +9,7 @@ final class ServiceNotifySocket {
     private let fd: Int32
 
     init() throws {
-        directory = NSTemporaryDirectory() + "scangate-notify-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        directory = try TestFiles.temporaryDirectory()
         path = directory + "/notify"
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }

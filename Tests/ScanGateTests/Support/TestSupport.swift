@@ -4,10 +4,10 @@ import Core
 
 /// Temporary files for tests.
 enum TestFiles {
+    /// A new empty directory (0700) for the running test, removed with everything in it when that test
+    /// ends (see `TemporaryFolders`).
     static func temporaryDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "/scangate-test-XXXXXX").utf8CString)
-        guard let p = mkdtemp(&template) else { throw NSError(domain: "mkdtemp", code: Int(errno)) }
-        return String(cString: p)
+        try makeDirectory(template: try TemporaryFolders.run.get().path + "/test-XXXXXX")
     }
 
     static func write(_ text: String, to path: String) throws {
@@ -30,14 +30,8 @@ enum TestFiles {
 }
 
 /// Runs the built `scangate` binary as users do, with a deadline.
-struct ScangateProcess {
-    struct Result {
-        var status: Int32
-        var stdout: [UInt8]
-        var stderr: String
-        var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-        var stdoutLines: [String] { stdoutText.split(separator: "\n").map(String.init) }
-    }
+enum ScangateProcess {
+    typealias Result = TestProcess.Result
 
     static var binary: String {
         // The scangate built with these tests (same --build-path: .build, .build-tsan, .build-asan, ...):
@@ -61,47 +55,9 @@ struct ScangateProcess {
     static func run(_ args: [String], timeout: TimeInterval = 60, environment: [String: String] = [:], stdin: String? = nil,
                     launcher: [String] = [], executable: String? = nil,
                     file: StaticString = #filePath, line: UInt = #line) throws -> Result {
-        let process = Process()
         let scangate = executable ?? binary
-        process.executableURL = URL(fileURLWithPath: launcher.first ?? scangate)
-        process.arguments = launcher.isEmpty ? args : Array(launcher.dropFirst()) + [scangate] + args
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        let done = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in done.signal() }
-        try process.run()
-        if let stdin {
-            let bytes = Data(stdin.utf8)
-            DispatchQueue.global().async {
-                try? input.fileHandleForWriting.write(contentsOf: bytes)
-                try? input.fileHandleForWriting.close()
-            }
-        }
-        // Read both pipes while the process runs so a full pipe cannot block it.
-        let collected = PosixMutex<(Data, Data)>((Data(), Data()))
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
-            let d = out.fileHandleForReading.readDataToEndOfFile()
-            collected.withLock { $0.0 = d }
-        }
-        DispatchQueue.global().async(group: group) {
-            let d = err.fileHandleForReading.readDataToEndOfFile()
-            collected.withLock { $0.1 = d }
-        }
-        if done.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            XCTFail("scangate \(args.joined(separator: " ")) did not finish within \(timeout) s", file: file, line: line)
-            _ = done.wait(timeout: .now() + 5)
-        }
-        group.wait()
-        let (outData, errData) = collected.withLock { $0 }
-        return Result(status: process.terminationStatus, stdout: Array(outData), stderr: String(decoding: errData, as: UTF8.self))
+        return try TestProcess.run(launcher.first ?? scangate, launcher.isEmpty ? args : Array(launcher.dropFirst()) + [scangate] + args,
+                                   timeout: timeout, environment: environment, stdin: stdin, file: file, line: line)
     }
 }
 

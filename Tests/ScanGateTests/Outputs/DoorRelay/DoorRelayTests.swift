@@ -15,7 +15,7 @@ import XCTest
 /// the pin): idle at start and after close, one pulse per accepted read, never one for a refused read,
 /// inactive after close or forceInactive mid-pulse, a busy line refused and retried, validation, doctor.
 final class DoorRelayTests: XCTestCase {
-    let log = GPIOLogCapture()
+    let log = LogCapture()
 
     func settings(_ line: GPIOLineSpec = .name("GPIO26"), ms: Int = 100, activeLow: Bool = false) -> DoorRelaySettings {
         var s = DoorRelaySettings()
@@ -29,7 +29,7 @@ final class DoorRelayTests: XCTestCase {
     func relay(_ fake: FakeGpiod, _ s: DoorRelaySettings, retryMs: Double = 5000) throws -> DoorRelayOutput {
         var runtime = DoorRelayRuntime()
         runtime.retryMs = retryMs
-        return try DoorRelayOutput(settings: s, logger: log.logger(), calls: fake, runtime: runtime)
+        return try DoorRelayOutput(settings: s, logger: log.logger, calls: fake, runtime: runtime)
     }
 
     func read(_ verdict: Verdict = .accepted, emittedAt: MonotonicInstant = .now()) -> ReadEvent {
@@ -49,7 +49,7 @@ final class DoorRelayTests: XCTestCase {
         XCTAssertEqual(fake.requests, [.init(chip: "gpiochip0", offset: 26, consumer: "scangate", activeLow: false, initialValue: 0)])
         XCTAssertEqual(fake.physical(offset: 26), 0, "requested inactive: the door stays shut at start")
         XCTAssertEqual(r.offer(read()), .taken)
-        XCTAssertTrue(gpioEventually { fake.physical(offset: 26) == 1 }, "the relay was not energised")
+        XCTAssertTrue(waitUntil { fake.physical(offset: 26) == 1 }, "the relay was not energised")
         XCTAssertTrue(r.waitUntilIdle(timeoutMs: 5000))
         XCTAssertEqual(fake.physical(offset: 26), 0)
         XCTAssertEqual(levels(fake), [1, 0], "one pulse")
@@ -67,7 +67,7 @@ final class DoorRelayTests: XCTestCase {
         XCTAssertEqual(fake.requests.first?.activeLow, true)
         XCTAssertEqual(fake.physical(offset: 26), 1, "active-low idles high")
         XCTAssertEqual(r.offer(read()), .taken)
-        XCTAssertTrue(gpioEventually { fake.physical(offset: 26) == 0 }, "the relay was not pulled low")
+        XCTAssertTrue(waitUntil { fake.physical(offset: 26) == 0 }, "the relay was not pulled low")
         XCTAssertTrue(r.waitUntilIdle(timeoutMs: 5000))
         XCTAssertEqual(fake.physical(offset: 26), 1)
         r.close(deadline: .now().adding(milliseconds: 1000))
@@ -78,7 +78,7 @@ final class DoorRelayTests: XCTestCase {
         let fake = FakeGpiod.pi5()
         let r = try relay(fake, settings(ms: 400))
         XCTAssertEqual(r.offer(read()), .taken)
-        XCTAssertTrue(gpioEventually { r.isActive })
+        XCTAssertTrue(waitUntil { r.isActive })
         XCTAssertEqual(r.offer(read()), .taken)
         XCTAssertTrue(r.waitUntilIdle(timeoutMs: 5000))
         XCTAssertEqual(levels(fake), [1, 0], "one longer pulse, not two")
@@ -103,7 +103,7 @@ final class DoorRelayTests: XCTestCase {
         var credential = CredentialFixtures.settings(.cwt)
         credential.requireSyncedClock = false
         let policy = CredentialPolicy(settings: credential, keys: CredentialKeySet(keys: [publicKey], source: "test"), store: nil,
-                                      clock: ClockSync.fixed(true), logger: log.logger())
+                                      clock: ClockSync.fixed(true), logger: log.logger)
         let fake = FakeGpiod.pi5()
         let r = try relay(fake, settings())
         let dispatcher = ReadDispatcher(policies: [policy], doors: [r])
@@ -130,7 +130,7 @@ final class DoorRelayTests: XCTestCase {
         let fake = FakeGpiod.pi5()
         let r = try relay(fake, settings(ms: 60_000))
         XCTAssertEqual(r.offer(read()), .taken)
-        XCTAssertTrue(gpioEventually { fake.physical(offset: 26) == 1 })
+        XCTAssertTrue(waitUntil { fake.physical(offset: 26) == 1 })
         r.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.physical(offset: 26), 0)
         XCTAssertNil(fake.consumer(offset: 26))
@@ -142,7 +142,7 @@ final class DoorRelayTests: XCTestCase {
         let fake = FakeGpiod.pi5()
         let r = try relay(fake, settings(ms: 60_000, activeLow: true))
         XCTAssertEqual(r.offer(read()), .taken)
-        XCTAssertTrue(gpioEventually { fake.physical(offset: 26) == 0 })
+        XCTAssertTrue(waitUntil { fake.physical(offset: 26) == 0 })
         let done = DispatchSemaphore(value: 0)
         let thread = try PosixThread(name: "test-force") { r.forceInactive(); done.signal() }
         XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
@@ -150,7 +150,7 @@ final class DoorRelayTests: XCTestCase {
         XCTAssertEqual(fake.physical(offset: 26), 1, "forceInactive left the active-low relay energised")
         // It stays inactive: a later read does not energise it again.
         _ = r.offer(read())
-        XCTAssertFalse(gpioEventually(0.3) { fake.physical(offset: 26) == 0 })
+        XCTAssertFalse(waitUntil(0.3) { fake.physical(offset: 26) == 0 })
         r.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(fake.physical(offset: 26), 1)
         XCTAssertNil(fake.consumer(offset: 26))
@@ -165,7 +165,7 @@ final class DoorRelayTests: XCTestCase {
         XCTAssertEqual(r.health.state, .down)
         XCTAssertTrue(log.all.contains { $0.contains("door relay:") && $0.contains("busy") }, "\(log.all)")
         fake.free(chip: "gpiochip0", offset: 26)
-        XCTAssertTrue(gpioEventually { r.health.state == .ok }, "the line was not retried")
+        XCTAssertTrue(waitUntil { r.health.state == .ok }, "the line was not retried")
         XCTAssertEqual(r.offer(read()), .taken)
         XCTAssertTrue(r.waitUntilIdle(timeoutMs: 5000))
         XCTAssertEqual(levels(fake), [1, 0])
@@ -177,10 +177,10 @@ final class DoorRelayTests: XCTestCase {
         let r = try relay(fake, settings(ms: 300), retryMs: 50)
         fake.setPresent(chip: "gpiochip0", false)
         XCTAssertEqual(r.offer(read()), .taken)
-        XCTAssertTrue(gpioEventually { r.health.state == .down }, "a failed set was not noticed")
+        XCTAssertTrue(waitUntil { r.health.state == .down }, "a failed set was not noticed")
         XCTAssertTrue(log.all.contains { $0.contains("cannot drive door relay line") }, "\(log.all)")
         fake.setPresent(chip: "gpiochip0", true)
-        XCTAssertTrue(gpioEventually { r.health.state == .ok })
+        XCTAssertTrue(waitUntil { r.health.state == .ok })
         r.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(fake.physical(offset: 26), 0)
     }
@@ -239,7 +239,7 @@ final class DoorRelayTests: XCTestCase {
         let component = try XCTUnwrap(Catalog.components(DeviceSeams(gpiod: fake)).first { $0.name == "door-relay" })
         var options = DoctorOptions()
         options.switches = switches
-        return component.doctor(try run(flags), DoctorContext(options: options, logger: log.logger()))
+        return component.doctor(try run(flags), DoctorContext(options: options, logger: log.logger))
     }
 
     func testDoctorRequestsTheLineAndPulsesItOnceWithTestRelay() throws {

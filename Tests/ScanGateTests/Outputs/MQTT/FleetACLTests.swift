@@ -38,7 +38,7 @@ final class FleetACLTests: XCTestCase {
         // kiosk-b tries to read kiosk-a's topics (and reads its own commands, to know it is subscribed).
         let snoop = try PahoPeer(port: broker.port, id: "kiosk-b", subscribe: ["scangate/kiosk-a/#", "scangate/kiosk-b/cmd/+"],
                                  tls: (ca.certificate, kioskB.cert, kioskB.key))
-        XCTAssertTrue(waitUntil(timeout: 15) {
+        XCTAssertTrue(waitUntil(15) {
             backend.publish("scangate/kiosk-b/cmd/probe", "probe")
             return snoop.wait(timeout: 0.3) { $0.contains { $0.topic == "scangate/kiosk-b/cmd/probe" } }
                 && backend.wait(timeout: 0.3) { $0.contains { $0.topic == "scangate/kiosk-b/cmd/probe" } }
@@ -55,7 +55,7 @@ final class FleetACLTests: XCTestCase {
             return s
         }
         let handler = RecordingCommandHandler()
-        let log = RecordingLog()
+        let log = LogCapture()
         let a = try FleetTestEvents.output(try settings("kiosk-a", kioskA), library: library, log: log, commands: handler)
         defer { a.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         a.report(FleetTestEvents.event(seq: 1, text: "a-1"))
@@ -70,7 +70,7 @@ final class FleetACLTests: XCTestCase {
         let expires = Int64(Date().timeIntervalSince1970) + 60
         snoop.publish("scangate/kiosk-a/event", #"{"id":"forged"}"#)
         snoop.publish("scangate/kiosk-a/cmd/pause", #"{"id":"evil","expires":\#(expires)}"#)
-        XCTAssertTrue(waitUntil(timeout: 10) { snoop.pubacks.count == 2 }, "\(snoop.output)")
+        XCTAssertTrue(waitUntil(10) { snoop.pubacks.count == 2 }, "\(snoop.output)")
         XCTAssertEqual(snoop.pubacks, [135, 135], "not authorised")
         // The back end's command does go through, and its result comes back.
         backend.publish("scangate/kiosk-a/cmd/resume", #"{"id":"ok1","expires":\#(expires)}"#)
@@ -88,13 +88,13 @@ final class FleetACLTests: XCTestCase {
         let c = try FleetTestEvents.output(try settings("kiosk-c", kioskC, prefix: "scangate/kiosk-a"), library: library, log: log)
         defer { c.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         c.report(FleetTestEvents.event(seq: 1, text: "c-1"))
-        XCTAssertTrue(waitUntil(timeout: 15) { log.contains("the broker refused an event on scangate/kiosk-a/event: Not authorized") },
+        XCTAssertTrue(waitUntil(15) { log.contains("the broker refused an event on scangate/kiosk-a/event: Not authorized") },
                       log.all.joined(separator: "\n"))
         XCTAssertEqual(c.link.spool.records, 1, "kept in the spool")
         XCTAssertEqual(c.link.acknowledged, 0)
         // Sent again after the backoff; refused for the third time, it is dropped and counted, so a refused
         // event cannot block the spool behind it for ever.
-        XCTAssertTrue(waitUntil(timeout: 30) { c.link.spool.droppedRefused == 1 }, "\(c.link.spool)\n" + log.all.joined(separator: "\n"))
+        XCTAssertTrue(waitUntil(30) { c.link.spool.droppedRefused == 1 }, "\(c.link.spool)\n" + log.all.joined(separator: "\n"))
         XCTAssertEqual(c.link.spool.records, 0)
         XCTAssertEqual(c.link.acknowledged, 0, "refused is not delivered")
         XCTAssertTrue(log.contains("refused an event on scangate/kiosk-a/event (record 1) 3 times: Not authorized"),
@@ -136,15 +136,15 @@ final class FleetConsumerExampleTests: XCTestCase {
 
         // Until it is subscribed: the same probe event again and again, printed once.
         let probe = #"{"id":"probe-1","kiosk":"probe","seq":0}"#
-        XCTAssertTrue(waitUntil(timeout: 20) {
+        XCTAssertTrue(waitUntil(20) {
             mosquittoPub(port: broker.port, topic: "scangate/probe/event", message: probe)
-            return waitUntil(timeout: 0.3) { !printed().isEmpty }
+            return waitUntil(0.3) { !printed().isEmpty }
         })
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
-                                                library: library, log: RecordingLog())
+                                                library: library, log: LogCapture())
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "read \(seq)")) }
-        XCTAssertTrue(waitUntil(timeout: 20) { printed().filter { $0["kiosk"] as? String == "kiosk-1" }.count == 20 })
+        XCTAssertTrue(waitUntil(20) { printed().filter { $0["kiosk"] as? String == "kiosk-1" }.count == 20 })
         // At-least-once repeats: events 3 and 7 again, byte for byte, and the probe again.
         for seq in [3, 7] {
             let line = MQTTOutput.eventPayload(#"{"seq":\#(seq),"data":"read \#(seq)"}"#, id: output.ids.id(seq: UInt64(seq)), kiosk: "kiosk-1")
@@ -152,7 +152,7 @@ final class FleetConsumerExampleTests: XCTestCase {
         }
         mosquittoPub(port: broker.port, topic: "scangate/probe/event", message: probe)
         output.report(FleetTestEvents.event(seq: 21, text: "read 21"))
-        XCTAssertTrue(waitUntil(timeout: 20) { printed().filter { $0["kiosk"] as? String == "kiosk-1" }.count >= 21 })
+        XCTAssertTrue(waitUntil(20) { printed().filter { $0["kiosk"] as? String == "kiosk-1" }.count >= 21 })
         let kiosk = printed().filter { $0["kiosk"] as? String == "kiosk-1" }
         XCTAssertEqual(kiosk.map { $0["data"] as? String }, (1...21).map { "read \($0)" }, "each read once, in order")
         XCTAssertEqual(printed().filter { $0["kiosk"] as? String == "probe" }.count, 1)

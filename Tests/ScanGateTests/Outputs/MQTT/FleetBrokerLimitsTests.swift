@@ -42,7 +42,7 @@ final class FleetBrokerLimitsTests: XCTestCase {
         let (broker, sub, prefix, results) = (rig.broker, rig.sub, rig.prefix, rig.results)
         XCTAssertEqual(try publishFile(port: broker.port, topic: prefix + "/cmd/reload", bytes: 300 << 10, retain: true), 0)
         let handler = RecordingCommandHandler()
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(rig.settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let expires = Int64(Date().timeIntervalSince1970) + 60
@@ -72,7 +72,7 @@ final class FleetBrokerLimitsTests: XCTestCase {
         let rig = try FleetCommandRig()
         let (broker, sub, prefix, results) = (rig.broker, rig.sub, rig.prefix, rig.results)
         let handler = RecordingCommandHandler()
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(rig.settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let expires = Int64(Date().timeIntervalSince1970) + 60
@@ -99,19 +99,19 @@ final class FleetBrokerLimitsTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/event", prefix + "/status"])
         sub.waitSubscribed(port: broker.port)
         let big = ComponentHealth(name: "camera", state: .ok, detail: String(repeating: "d", count: 6000))
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
                                                 library: library, log: log,
                                                 state: { FleetState(status: .scanning, version: "t", uptimeSeconds: 1, components: [big]) })
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        XCTAssertTrue(waitUntil(timeout: 10) { log.contains("the message on \(prefix)/state") }, log.all.joined(separator: "\n"))
+        XCTAssertTrue(waitUntil(10) { log.contains("the message on \(prefix)/state") }, log.all.joined(separator: "\n"))
         XCTAssertTrue(log.contains("is larger than broker 127.0.0.1:\(broker.port)'s maximum packet size; skipped"), log.all.joined(separator: "\n"))
         output.report(FleetTestEvents.event(seq: 1, text: "small-1"))
         output.report(FleetTestEvents.event(seq: 2, text: String(repeating: "B", count: 8000)))
         output.report(FleetTestEvents.event(seq: 3, text: "small-3"))
         XCTAssertTrue(sub.wait(timeout: 15) { $0.filter { $0.topic == prefix + "/event" }.count == 2 }, log.all.joined(separator: "\n"))
         XCTAssertEqual(sub.messages(on: prefix + "/event").compactMap { $0.json?["data"] as? String }, ["small-1", "small-3"])
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 0 }, "\(output.link.spool)")
+        XCTAssertTrue(waitUntil(10) { output.link.spool.records == 0 }, "\(output.link.spool)")
         XCTAssertEqual(output.link.spool.droppedRefused, 1)
         XCTAssertEqual(output.link.acknowledged, 2)
         XCTAssertTrue(log.contains("(record 2) is larger than broker 127.0.0.1:\(broker.port)'s maximum packet size"), log.all.joined(separator: "\n"))

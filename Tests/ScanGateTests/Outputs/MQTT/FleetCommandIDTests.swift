@@ -7,7 +7,7 @@ import XCTest
 /// The ids of commands acted on, kept in the spool directory: a restart or a rebuilt output still
 /// refuses a repeated id.
 final class FleetCommandIDTests: XCTestCase {
-    func store(_ dir: String, _ time: TestClock, log: RecordingLog = RecordingLog(), capacity: Int = 4096) throws -> CommandIDStore {
+    func store(_ dir: String, _ time: TestClock, log: LogCapture = LogCapture(), capacity: Int = 4096) throws -> CommandIDStore {
         try CommandIDStore(directory: dir, clock: time.clock, logger: log.logger, capacity: capacity)
     }
 
@@ -88,7 +88,7 @@ final class FleetCommandIDTests: XCTestCase {
         text = text.replacingOccurrences(of: "\nb ", with: "\nB ")   // b's checksum no longer matches
         text += "d 12"                                          // a torn last line
         try text.write(toFile: path, atomically: false, encoding: .utf8)
-        let log = RecordingLog()
+        let log = LogCapture()
         let again = try store(dir, time, log: log)
         XCTAssertEqual(again.loaded.ids, 2)
         XCTAssertEqual(again.loaded.skipped, 2)
@@ -132,19 +132,19 @@ final class FleetCommandIDTests: XCTestCase {
         func results() -> [[String: Any]] { rig.results("pause") }
         let expires = Int64(Date().timeIntervalSince1970) + 300
         let command = #"{"id":"once","expires":\#(expires)}"#
-        var output = try FleetTestEvents.output(settings, library: library, log: RecordingLog(), commands: handler)
-        XCTAssertTrue(waitUntil(timeout: 15) {
+        var output = try FleetTestEvents.output(settings, library: library, log: LogCapture(), commands: handler)
+        XCTAssertTrue(waitUntil(15) {
             mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: command)
             return sub.wait(timeout: 0.5) { _ in !results().isEmpty }
         })
         XCTAssertEqual(results().first?["result"] as? String, "ok")
         output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000))
 
-        let log = RecordingLog()
+        let log = LogCapture()
         output = try FleetTestEvents.output(settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let before = results().count
-        XCTAssertTrue(waitUntil(timeout: 15) {
+        XCTAssertTrue(waitUntil(15) {
             mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: command)
             return sub.wait(timeout: 0.5) { _ in results().count > before }
         })

@@ -131,8 +131,8 @@ final class FleetCommandTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result", prefix + "/status", prefix + "/state"])
         sub.waitSubscribed(port: broker.port)
         let handler = RecordingCommandHandler()
-        let feedback = RecordingFeedbackSink()
-        let log = RecordingLog()
+        let feedback = RecordingFeedback()
+        let log = LogCapture()
         let expires = Int64(Date().timeIntervalSince1970) + 60
         func results(_ name: String) -> [[String: Any]] { sub.messages(on: prefix + "/cmd/\(name)/result").compactMap(\.json) }
         // A retained command, waiting in the broker: it would come again on every connection, so it is refused.
@@ -198,7 +198,7 @@ final class FleetCommandTests: XCTestCase {
         sub.waitSubscribed(port: broker.port)
         let handler = RecordingCommandHandler()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library,
-                                                log: RecordingLog(), commands: handler)
+                                                log: LogCapture(), commands: handler)
         XCTAssertTrue(sub.wait(timeout: 10) { $0.contains { $0.topic == prefix + "/state" } })
         let expires = Int64(Date().timeIntervalSince1970) + 60
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: #"{"id":"p1","expires":\#(expires)}"#)

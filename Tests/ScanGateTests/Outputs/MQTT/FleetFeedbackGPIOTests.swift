@@ -32,7 +32,7 @@ final class FleetFeedbackGPIOTests: XCTestCase {
         gs.goodBuzzMs = 20
         gs.errorBlinkMs = 30
         gs.errorBuzzMs = 20
-        let log = RecordingLog()
+        let log = LogCapture()
         var fs = FeedbackSettings()
         fs.master = .controller
         let hub = FeedbackHub(settings: fs, logger: log.logger)
@@ -46,11 +46,11 @@ final class FleetFeedbackGPIOTests: XCTestCase {
         let expires = Int(Date().timeIntervalSince1970) + 60
 
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/feedback", message: #"{"id":"g1","expires":\#(expires),"play":"grant"}"#)
-        XCTAssertTrue(gpioEventually(15) { levels(17) == [1, 0] && levels(18) == [1, 0] }, "green on then off, one buzz: \(gpiod.sets)")
+        XCTAssertTrue(waitUntil(15) { levels(17) == [1, 0] && levels(18) == [1, 0] }, "green on then off, one buzz: \(gpiod.sets)")
         XCTAssertEqual(levels(27), [], "red untouched by a grant")
 
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/feedback", message: #"{"id":"d1","expires":\#(expires),"play":"deny"}"#)
-        XCTAssertTrue(gpioEventually(15) { levels(27) == [1, 0, 1, 0] && levels(18) == [1, 0, 1, 0, 1, 0] },
+        XCTAssertTrue(waitUntil(15) { levels(27) == [1, 0, 1, 0] && levels(18) == [1, 0, 1, 0, 1, 0] },
                       "red double blink and two more buzzes: \(gpiod.sets)")
         XCTAssertEqual(levels(17), [1, 0], "green untouched by a deny")
 

@@ -12,7 +12,7 @@ final class FleetFullDiskTests: XCTestCase {
     func testEventsThatCannotBeSpooledAreDroppedCountedAndNamed() throws {
         let library = try MosquittoLibrary()
         let port = try FreePort.make()   // no broker: what is written stays in the spool
-        let log = RecordingLog()
+        let log = LogCapture()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
         let disk = TestFullDisk(at: .write)
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: log,
@@ -20,7 +20,7 @@ final class FleetFullDiskTests: XCTestCase {
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...3 as ClosedRange<UInt64> {
             output.report(FleetTestEvents.event(seq: seq, text: "CODE-\(seq)"))
-            XCTAssertTrue(waitUntil(timeout: 10) { output.link.noSpaceDropped == seq }, "event \(seq): \(output.link)")
+            XCTAssertTrue(waitUntil(10) { output.link.noSpaceDropped == seq }, "event \(seq): \(output.link)")
         }
         let link = output.link
         XCTAssertEqual(link.spool.records, 0)
@@ -55,7 +55,7 @@ final class FleetFullDiskTests: XCTestCase {
         // Room again: the next event is spooled, the output is no longer down, the count stays.
         disk.clear()
         output.report(FleetTestEvents.event(seq: 4, text: "CODE-4"))
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 1 }, "\(output.link)")
+        XCTAssertTrue(waitUntil(10) { output.link.spool.records == 1 }, "\(output.link)")
         XCTAssertEqual(output.link.noSpaceDropped, 3)
         XCTAssertNotEqual(output.health.state, .down)
         XCTAssertTrue(log.contains("writing again"), log.all.joined(separator: "\n"))

@@ -33,7 +33,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/#"])
         sub.waitSubscribed(port: broker.port)
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
         for seq in 1...50 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 20) { self.uniqueEvents($0.filter { $0.topic == prefix + "/event" }).count == 50 },
@@ -63,7 +63,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertEqual((state["counters"] as? [String: Any])?["frames_captured"] as? Int, 100)
         XCTAssertEqual(((state["components"] as? [[String: Any]])?.first)?["name"] as? String, "camera")
 
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 0 && output.link.acknowledged == 50 },
+        XCTAssertTrue(waitUntil(10) { output.link.spool.records == 0 && output.link.acknowledged == 50 },
                       "every event acknowledged and out of the spool: \(output.link)")
         XCTAssertEqual(output.health.state, .ok)
 
@@ -86,7 +86,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/status", prefix + "/event"])
         sub.waitSubscribed(port: broker.port)
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(sub.wait(timeout: 10) { $0.last { $0.topic == prefix + "/status" }?.text == "online" })
@@ -109,7 +109,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/status"])
         sub.waitSubscribed(port: broker.port)
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: RecordingLog())
+        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: LogCapture())
         XCTAssertTrue(sub.wait(timeout: 10) { $0.last?.text == "online" })
         output.testHookCrash()
         XCTAssertTrue(sub.wait(timeout: 15) { $0.last?.text == "offline" }, "\(sub.messages.map(\.text))")
@@ -129,16 +129,16 @@ final class FleetMQTTOutputTests: XCTestCase {
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/event"], clientID: "consumer", persistent: true)
         sub.waitSubscribed(port: broker.port)
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 15) { self.uniqueEvents($0).count == 20 })
 
         broker.stop()
-        XCTAssertTrue(waitUntil(timeout: 10) { !output.link.connected }, "the output sees the broker go")
+        XCTAssertTrue(waitUntil(10) { !output.link.connected }, "the output sees the broker go")
         for seq in 21...220 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
-        XCTAssertTrue(waitUntil(timeout: 15) { output.link.spool.records == 200 }, "200 events durable in the spool: \(output.link.spool)")
+        XCTAssertTrue(waitUntil(15) { output.link.spool.records == 200 }, "200 events durable in the spool: \(output.link.spool)")
         XCTAssertEqual(output.health.state, .degraded)
         XCTAssertNotNil(output.health.lastError)
 
@@ -147,7 +147,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertTrue(sub.wait(timeout: 60) { self.uniqueEvents($0).count == 240 },
                       "every event after the outage; got \(uniqueEvents(sub.messages).count)")
         XCTAssertEqual(uniqueEvents(sub.messages).map { $0["seq"] as? Int }, Array(1...240), "in order, none missing")
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 0 }, "\(output.link.spool)")
+        XCTAssertTrue(waitUntil(10) { output.link.spool.records == 0 }, "\(output.link.spool)")
         XCTAssertEqual(output.link.dropped, 0)
         XCTAssertTrue(output.link.connected)
         XCTAssertNil(output.link.retryInSeconds, "no next attempt while connected")
@@ -163,16 +163,16 @@ final class FleetMQTTOutputTests: XCTestCase {
         let broker = try MQTTTestBroker()
         try broker.start()
         let links = RecordingLinkObserver()
-        let log = RecordingLog()
+        let log = LogCapture()
         guard case .output(let factory) = MQTTOutput.component().role else { return XCTFail("the mqtt component is an output") }
         var run = RunSettings()
         run.mqtt = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
-        let made = try factory.make(run, OutputContext(logger: log.logger, feedback: RecordingFeedbackSink(), links: links))
+        let made = try factory.make(run, OutputContext(logger: log.logger, feedback: RecordingFeedback(), links: links))
         let output = try XCTUnwrap(made as? MQTTOutput)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.connected }, "\(output.link)")
+        XCTAssertTrue(waitUntil(10) { output.link.connected }, "\(output.link)")
         broker.stop()
-        XCTAssertTrue(waitUntil(timeout: 10) { !output.link.connected && output.link.retryInSeconds != nil }, "\(output.link)")
+        XCTAssertTrue(waitUntil(10) { !output.link.connected && output.link.retryInSeconds != nil }, "\(output.link)")
         XCTAssertEqual(output.health.state, .degraded, "the output's own health says it")
         XCTAssertEqual(links.seen.count, 0, "no controller link from MQTT: \(links.seen)")
     }
@@ -182,9 +182,9 @@ final class FleetMQTTOutputTests: XCTestCase {
     func testCrashWithEventsInTheSpoolThenRestartDeliversThem() throws {
         let port = try FreePort.make()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
-        let first = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: RecordingLog())
+        let first = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: LogCapture())
         for seq in 1...30 as ClosedRange<UInt64> { first.report(FleetTestEvents.event(seq: seq, text: "before the crash \(seq)")) }
-        XCTAssertTrue(waitUntil(timeout: 10) { first.link.spool.records == 30 }, "\(first.link.spool)")
+        XCTAssertTrue(waitUntil(10) { first.link.spool.records == 30 }, "\(first.link.spool)")
         let firstRun = first.ids.run
         first.testHookCrash()
 
@@ -193,7 +193,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         try b.start()
         let sub = try MQTTTestSubscriber(port: port, topics: ["scangate/kiosk-1/event"])
         sub.waitSubscribed(port: port)
-        let log = RecordingLog()
+        let log = LogCapture()
         let second = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: log)
         defer { second.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(log.contains("30 events not yet acknowledged by the broker will be sent again"), log.all.joined(separator: "\n"))
@@ -215,7 +215,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let dir = try TestFiles.temporaryDirectory()
         let trace = dir + "/durable"
         setenv(SpoolTrace.variable, trace, 1)
-        let log = RecordingLog()
+        let log = LogCapture()
         let output: MQTTOutput
         do {
             defer { unsetenv(SpoolTrace.variable) }
@@ -226,7 +226,7 @@ final class FleetMQTTOutputTests: XCTestCase {
                       log.all.joined(separator: "\n"))
         for seq in 1...12 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "traced \(seq)")) }
         // No broker: nothing is delivered, so every traced id is one the spool holds.
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records == 12 }, "\(output.link.spool)")
+        XCTAssertTrue(waitUntil(10) { output.link.spool.records == 12 }, "\(output.link.spool)")
         let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
         XCTAssertEqual(lines, (1...12).map { "durable \(output.ids.run)-\($0)" })
         XCTAssertEqual(SpoolTrace.eventID(Array("{\"id\":\"ab-7\",\"kiosk\":\"k\"}".utf8)), Array("ab-7".utf8))
@@ -239,16 +239,16 @@ final class FleetMQTTOutputTests: XCTestCase {
         let spool = try TestFiles.temporaryDirectory() + "/spool"
         var settings = FleetTestEvents.settings(port: port, spool: spool)
         settings.spoolMaxMB = 1
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(settings, library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         // 400 events of about 4 KiB: more than 1 MiB, so the oldest must go.
         let filler = String(repeating: "x", count: 4000)
         for seq in 1...400 as ClosedRange<UInt64> {
             output.report(FleetTestEvents.event(seq: seq, text: "\(seq) " + filler))
-            if seq % 50 == 0 { _ = waitUntil(timeout: 5) { output.link.spool.records + output.link.spool.droppedFull == seq } }
+            if seq % 50 == 0 { _ = waitUntil(5) { output.link.spool.records + output.link.spool.droppedFull == seq } }
         }
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.spool.records + output.link.spool.droppedFull == 400 }, "\(output.link.spool)")
+        XCTAssertTrue(waitUntil(10) { output.link.spool.records + output.link.spool.droppedFull == 400 }, "\(output.link.spool)")
         let link = output.link
         XCTAssertGreaterThan(link.spool.droppedFull, 100)
         XCTAssertLessThanOrEqual(link.spool.bytes, 1 << 20)
@@ -277,7 +277,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let spool = try TestFiles.temporaryDirectory() + "/spool"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: ["#"])
         sub.waitSubscribed(port: broker.port)
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: RecordingLog())
+        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: LogCapture())
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let payloads: [[UInt8]] = [
             Array(#""},"id":"forged","kiosk":"evil","x":{""#.utf8),
@@ -317,7 +317,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         return try MQTTOutput(configuration: configuration, dependencies: MQTTOutputDependencies(
             library: library, eventLine: EventLine.json,
             state: { FleetState(status: .scanning, version: "t", uptimeSeconds: 1, components: [camera.health]) },
-            logger: RecordingLog().logger))
+            logger: LogCapture().logger))
     }
 
     /// The retained state goes out on connect and then every interval.

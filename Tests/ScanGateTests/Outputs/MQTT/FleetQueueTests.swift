@@ -61,7 +61,7 @@ final class FleetQueueTests: XCTestCase {
     func testAStuckSpoolThreadKeepsTheQueueBounded() throws {
         let library = try MosquittoLibrary()
         let port = try FreePort.make()   // no broker: the events stay in the spool
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: try TestFiles.temporaryDirectory() + "/spool"),
                                                 library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
@@ -69,7 +69,7 @@ final class FleetQueueTests: XCTestCase {
         output.context.writerGate.withLock { $0 = gate }
         let text = String(repeating: "q", count: 100 << 10)
         output.report(FleetTestEvents.event(seq: 1, text: text))
-        XCTAssertTrue(waitUntil(timeout: 10) { output.context.writerHeld.load(ordering: .acquiring) }, "the spool thread is held")
+        XCTAssertTrue(waitUntil(10) { output.context.writerHeld.load(ordering: .acquiring) }, "the spool thread is held")
         for seq in 2...201 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: text)) }
         let stats = output.context.queueStats
         XCTAssertLessThanOrEqual(stats.stored, MQTTOutput.queueLimitBytes, "the queue holds at most its bound: \(stats)")
@@ -79,7 +79,7 @@ final class FleetQueueTests: XCTestCase {
         XCTAssertTrue(log.contains("the queue in front of the spool is full"), log.all.joined(separator: "\n"))
         output.context.writerGate.withLock { $0 = nil }
         gate.signal()
-        XCTAssertTrue(waitUntil(timeout: 20) { output.link.spool.records + output.link.queueDropped == 201 }, "\(output.link.spool)")
+        XCTAssertTrue(waitUntil(20) { output.link.spool.records + output.link.queueDropped == 201 }, "\(output.link.spool)")
         XCTAssertEqual(output.context.queueStats.stored, 0)
     }
 }

@@ -42,7 +42,7 @@ final class FleetReconnectTests: XCTestCase {
         let library = try MosquittoLibrary()
         let broker = try MQTTTestBroker()
         try broker.start()
-        let log = RecordingLog()
+        let log = LogCapture()
         let a = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool",
                                                                     clientID: "kiosk-dup"), library: library, log: log)
         let b = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool",
@@ -52,7 +52,7 @@ final class FleetReconnectTests: XCTestCase {
             b.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000))
         }
         let recordA = BackoffRecorder(a), recordB = BackoffRecorder(b)
-        XCTAssertTrue(waitUntil(timeout: 40) { recordA.values.count >= 3 || recordB.values.count >= 3 },
+        XCTAssertTrue(waitUntil(40) { recordA.values.count >= 3 || recordB.values.count >= 3 },
                       "a: \(recordA.values) b: \(recordB.values)\n\(log.all.joined(separator: "\n"))")
         recordA.stop()
         recordB.stop()
@@ -80,12 +80,12 @@ final class FleetReconnectTests: XCTestCase {
         let broker = try MQTTTestBroker()
         try broker.start()
         let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
-                                                library: library, log: RecordingLog())
+                                                library: library, log: LogCapture())
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
-        XCTAssertTrue(waitUntil(timeout: 10) { output.link.connected })
+        XCTAssertTrue(waitUntil(10) { output.link.connected })
         let record = BackoffRecorder(output)
         broker.stop()
-        XCTAssertTrue(waitUntil(timeout: 20) { record.values.count >= 3 }, "\(record.values)")
+        XCTAssertTrue(waitUntil(20) { record.values.count >= 3 }, "\(record.values)")
         record.stop()
         XCTAssertEqual(Array(record.values.prefix(3)), [1, 2, 4], "\(record.values)")
     }

@@ -11,7 +11,7 @@ final class FleetSpoolLockTests: XCTestCase {
     func testTheNewOutputWaitsForTheSpoolLockAndThenSpools() throws {
         let library = try MosquittoLibrary()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
-        let log = RecordingLog()
+        let log = LogCapture()
         let holder = try EventSpool(directory: spool, limits: SpoolLimits(maxBytes: 1 << 20, maxAgeNanoseconds: 0), logger: log.logger)
         let port = try FreePort.make()   // no broker: the events stay in the spool
         var settings = FleetTestEvents.settings(port: port, spool: spool)
@@ -19,12 +19,12 @@ final class FleetSpoolLockTests: XCTestCase {
         let output = try FleetTestEvents.output(settings, library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...3 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "while locked \(seq)")) }
-        XCTAssertTrue(waitUntil(timeout: 20) { log.contains("in use by another scangate or MQTT output") && log.contains("retrying every 2 s") },
+        XCTAssertTrue(waitUntil(20) { log.contains("in use by another scangate or MQTT output") && log.contains("retrying every 2 s") },
                       log.all.joined(separator: "\n"))
         XCTAssertEqual(output.health.state, .down, "said in health while it waits: \(output.health)")
         XCTAssertEqual(output.link.spool.records, 0)
         holder.close()
-        XCTAssertTrue(waitUntil(timeout: 15) { output.link.spool.records == 3 }, "\(output.link.spool) \(log.all.suffix(3))")
+        XCTAssertTrue(waitUntil(15) { output.link.spool.records == 3 }, "\(output.link.spool) \(log.all.suffix(3))")
         XCTAssertTrue(log.contains("open now; "), log.all.joined(separator: "\n"))
         XCTAssertNotEqual(output.health.state, .down)
         if case .failure(let e) = output.context.commandIDs() { XCTFail("the command id file comes with the spool: \(e)") }
@@ -36,9 +36,9 @@ final class FleetSpoolLockTests: XCTestCase {
         let library = try MosquittoLibrary()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
         let settings = FleetTestEvents.settings(port: try FreePort.make(), spool: spool)
-        let first = try FleetTestEvents.output(settings, library: library, log: RecordingLog())
+        let first = try FleetTestEvents.output(settings, library: library, log: LogCapture())
         first.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000))
         XCTAssertNoThrow(try EventSpool(directory: spool, limits: SpoolLimits(maxBytes: 1 << 20, maxAgeNanoseconds: 0),
-                                        logger: RecordingLog().logger).close())
+                                        logger: LogCapture().logger).close())
     }
 }

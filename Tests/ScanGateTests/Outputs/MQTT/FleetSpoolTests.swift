@@ -8,7 +8,7 @@ import XCTest
 final class FleetSpoolTests: XCTestCase {
     func payload(_ n: Int, size: Int = 0) -> [UInt8] { Array("event \(n)".utf8) + [UInt8](repeating: 0x2E, count: size) }
 
-    func open(_ dir: String, log: RecordingLog = RecordingLog(), maxBytes: Int = 1 << 20, maxAgeHours: Int64 = 0,
+    func open(_ dir: String, log: LogCapture = LogCapture(), maxBytes: Int = 1 << 20, maxAgeHours: Int64 = 0,
               segmentBytes: Int? = nil, clock: SpoolClock = .system()) throws -> EventSpool {
         try EventSpool(directory: dir, limits: SpoolLimits(maxBytes: maxBytes, maxAgeNanoseconds: maxAgeHours * 3_600_000_000_000,
                                                            segmentBytes: segmentBytes), logger: log.logger, clock: clock)
@@ -61,7 +61,7 @@ final class FleetSpoolTests: XCTestCase {
         spool!.close()
         spool = nil
 
-        let log = RecordingLog()
+        let log = LogCapture()
         let again = try open(dir, log: log)
         XCTAssertEqual(again.recovery.records, 6)
         XCTAssertEqual(readAll(again).map(\.number), Array(5...10))
@@ -100,7 +100,7 @@ final class FleetSpoolTests: XCTestCase {
         SpoolFiles.encode(number: 11, stamp: SpoolClock.system().stamp(), payload: payload(11, size: 50), into: &torn)
         try (good + Data(torn.prefix(70))).write(to: URL(fileURLWithPath: segment))
 
-        let log = RecordingLog()
+        let log = LogCapture()
         let reopened = try open(dir, log: log)
         XCTAssertEqual(readAll(reopened).map(\.number), Array(1...10))
         XCTAssertTrue(log.contains("a torn record at offset \(good.count); 70 bytes cut off"), log.all.joined(separator: "\n"))
@@ -112,7 +112,7 @@ final class FleetSpoolTests: XCTestCase {
 
         // Only part of a header.
         try (good + Data(torn.prefix(40))).write(to: URL(fileURLWithPath: segment))
-        let again = RecordingLog()
+        let again = LogCapture()
         XCTAssertEqual(readAll(try open(dir, log: again)).map(\.number), Array(1...10))
         XCTAssertTrue(again.contains("a torn record header at offset \(good.count); 40 bytes cut off"), again.all.joined(separator: "\n"))
     }
@@ -132,7 +132,7 @@ final class FleetSpoolTests: XCTestCase {
         XCTAssertTrue(FileManager.default.createFile(atPath: big, contents: nil))
         XCTAssertEqual(truncate(big, off_t(SpoolFiles.maxSegmentFileBytes + 1)), 0, "sparse: no disk used")
 
-        let log = RecordingLog()
+        let log = LogCapture()
         let reopened = try open(dir, log: log, segmentBytes: 64 << 10)
         XCTAssertEqual(readAll(reopened).map(\.number), Array(1...5), "our records are all there")
         let notes = log.all.joined(separator: "\n")
@@ -161,7 +161,7 @@ final class FleetSpoolTests: XCTestCase {
         let path = dir + "/" + (try segmentFiles(dir)).first!
         let size = fileSize(path)
         try flipByte(path, at: offsetOf2 + SpoolFiles.headerSize + 2)   // in record 2's payload
-        let log = RecordingLog()
+        let log = LogCapture()
         let reopened = try open(dir, log: log)
         XCTAssertEqual(readAll(reopened).map(\.number), [1, 3, 4], "only the damaged record is lost")
         XCTAssertEqual(readAll(reopened).map { String(decoding: $0.payload.prefix(7), as: UTF8.self) }, ["event 1", "event 3", "event 4"])
@@ -194,7 +194,7 @@ final class FleetSpoolTests: XCTestCase {
         let path = dir + "/" + (try segmentFiles(dir)).first!
         try flipByte(path, at: 5)                                  // record 1's length
         try flipByte(path, at: records[3].next.offset + 9)         // record 5's number
-        let log = RecordingLog()
+        let log = LogCapture()
         let reopened = try open(dir, log: log)
         XCTAssertEqual(readAll(reopened).map(\.number), [2, 3, 4, 6], log.all.joined(separator: "\n"))
         XCTAssertEqual(reopened.depth.droppedDamaged, 2)
@@ -293,7 +293,7 @@ final class FleetSpoolTests: XCTestCase {
     /// use stays near the bound.
     func testSizeBoundDropsOldestFirstAndRemovesSegments() throws {
         let dir = try TestFiles.temporaryDirectory() + "/spool"
-        let log = RecordingLog()
+        let log = LogCapture()
         let spool = try open(dir, log: log, maxBytes: 16 << 10, segmentBytes: 4 << 10)
         for n in 1...200 { try spool.append([payload(n, size: 200)]) }
         let depth = spool.depth

@@ -44,10 +44,10 @@ final class FleetTLSTests: XCTestCase {
         let broker = try tlsBroker()
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1")
         let sub = try subscriber(broker, topics: ["scangate/kiosk-1/#"])
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        XCTAssertTrue(waitUntil(timeout: 15) { output.link.connected }, "\(output.link) \(log.all)")
+        XCTAssertTrue(waitUntil(15) { output.link.connected }, "\(output.link) \(log.all)")
         output.report(FleetTestEvents.event(seq: 1, text: "over TLS"))
         XCTAssertTrue(sub.wait(timeout: 15) { $0.contains { $0.topic == "scangate/kiosk-1/event" } },
                       "\(sub.messages.map(\.topic))\n\(broker.log)")
@@ -60,10 +60,10 @@ final class FleetTLSTests: XCTestCase {
         let broker = try tlsBroker()
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1")
         let other = try FleetTestCA(name: "other-ca")
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(try settings(broker, client: client, caFile: other.certificate), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
-        XCTAssertTrue(waitUntil(timeout: 15) { log.contains("certificate verify failed") }, log.all.joined(separator: "\n"))
+        XCTAssertTrue(waitUntil(15) { log.contains("certificate verify failed") }, log.all.joined(separator: "\n"))
         let line = try XCTUnwrap(log.all.first { $0.contains("certificate verify failed") })
         XCTAssertTrue(line.contains("mqtt: cannot connect to broker 127.0.0.1:\(broker.port): TLS with broker"), line)
         XCTAssertFalse(output.link.connected)
@@ -74,10 +74,10 @@ final class FleetTLSTests: XCTestCase {
     func testAnExpiredClientCertificateIsRefusedWithALogLineThatSaysSo() throws {
         let broker = try tlsBroker()
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1", expired: true)
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
-        XCTAssertTrue(waitUntil(timeout: 15) { log.contains("expired on") }, log.all.joined(separator: "\n") + "\n" + broker.log)
+        XCTAssertTrue(waitUntil(15) { log.contains("expired on") }, log.all.joined(separator: "\n") + "\n" + broker.log)
         let line = try XCTUnwrap(log.all.first { $0.contains("expired on") })
         XCTAssertTrue(line.contains("mqtt: cannot connect to broker 127.0.0.1:\(broker.port): TLS with broker"), line)
         XCTAssertTrue(line.contains("the client certificate mqtt-tls-cert \(client.cert) (/CN=kiosk-1) expired on 2020-02-01T00:00:00.000Z "
@@ -90,10 +90,10 @@ final class FleetTLSTests: XCTestCase {
         let wrong = try ca.issue("server-other", commonName: "other", subjectAltName: "DNS:other.example")
         let broker = try tlsBroker(serverCert: wrong)
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1")
-        let log = RecordingLog()
+        let log = LogCapture()
         let output = try FleetTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
-        XCTAssertTrue(waitUntil(timeout: 15) { log.contains("certificate verify failed") }, log.all.joined(separator: "\n"))
+        XCTAssertTrue(waitUntil(15) { log.contains("certificate verify failed") }, log.all.joined(separator: "\n"))
         XCTAssertFalse(output.link.connected)
     }
 }
@@ -119,16 +119,16 @@ final class FleetPasswordTests: XCTestCase {
         var settings = FleetTestEvents.settings(port: broker.port, spool: dir + "/spool")
         settings.username = "kiosk-1"
         settings.passwordFile = secret
-        let log = RecordingLog()
+        let log = LogCapture()
         let good = try FleetTestEvents.output(settings, library: library, log: log)
-        XCTAssertTrue(waitUntil(timeout: 10) { good.link.connected }, "\(good.link)")
+        XCTAssertTrue(waitUntil(10) { good.link.connected }, "\(good.link)")
         good.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000))
 
         try TestFiles.write("wrong staple\n", to: secret)
         settings.spool = dir + "/spool2"
         let bad = try FleetTestEvents.output(settings, library: library, log: log)
         defer { bad.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
-        XCTAssertTrue(waitUntil(timeout: 10) { log.contains("the broker refused the connection") }, log.all.joined(separator: "\n"))
+        XCTAssertTrue(waitUntil(10) { log.contains("the broker refused the connection") }, log.all.joined(separator: "\n"))
         let line = try XCTUnwrap(log.all.first { $0.contains("the broker refused the connection") })
         XCTAssertTrue(line.contains("Bad user name or password") || line.contains("Not authorized"), line)
         XCTAssertFalse(log.all.joined().contains("staple") || log.all.joined().contains("horse"), "the password is never logged")

@@ -6,52 +6,6 @@ import Platform
 import XCTest
 import Settings
 
-/// A free TCP port on 127.0.0.1 (bound to port 0, read back, released).
-enum FreePort {
-    static func make() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { s -> Int32 in
-                guard bind(fd, s, length) == 0 else { return -1 }
-                return getsockname(fd, s, &length)
-            }
-        }
-        guard bound == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// True when something accepts TCP connections on 127.0.0.1:`port`.
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
-}
-
-/// Polls `condition` until it holds or `timeout` passes (tests wait on events, never fixed sleeps).
-func waitUntil(timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
-}
-
 /// Debian's mosquitto broker, started by a test on 127.0.0.1 on a free port with a generated config in a
 /// temporary directory, and stopped by it. Persistence is on, so a persistent subscriber's session
 /// survives `stop()` + `start()`.
@@ -100,7 +54,7 @@ final class MQTTTestBroker {
         p.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try p.run()
         process = p
-        guard waitUntil(timeout: 10, { FreePort.accepts(port) || !p.isRunning }), p.isRunning else {
+        guard waitUntil(10, { FreePort.accepts(port) || !p.isRunning }), p.isRunning else {
             XCTFail("mosquitto did not start listening on 127.0.0.1:\(port); its log:\n\(log)", file: file, line: line)
             throw FleetTestError("broker did not start")
         }
@@ -212,14 +166,14 @@ final class MQTTTestSubscriber {
             pub.standardError = FileHandle.nullDevice
             try? pub.run()
             pub.waitUntilExit()
-            if waitUntil(timeout: 0.5, { collected.state.withLock { $0.lines.contains { $0.topic == readyTopic } } }) { return }
+            if waitUntil(0.5, { collected.state.withLock { $0.lines.contains { $0.topic == readyTopic } } }) { return }
         }
         XCTFail("mosquitto_sub did not subscribe within \(timeout) s", file: file, line: line)
     }
 
     @discardableResult
     func wait(timeout: TimeInterval, until condition: ([Message]) -> Bool) -> Bool {
-        waitUntil(timeout: timeout) { condition(messages) }
+        waitUntil(timeout) { condition(messages) }
     }
 
     func stop() {
@@ -242,16 +196,6 @@ func mosquittoPub(port: Int, topic: String, message: String, retain: Bool = fals
     do { try pub.run() } catch { return -1 }
     pub.waitUntilExit()
     return pub.terminationStatus
-}
-
-/// Log lines kept for assertions.
-final class RecordingLog: Sendable {
-    private let lines = PosixMutex<[String]>([])
-    var all: [String] { lines.withLock { $0 } }
-    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
-    var logger: Logger {
-        Logger(level: .debug, repeatInterval: 30) { [self] line in self.lines.withLock { $0.append(line) } }
-    }
 }
 
 /// A ControllerLinkObserver that records each change.
@@ -312,14 +256,6 @@ final class TestClock: Sendable {
     }
 }
 
-/// A FeedbackSink that records what it was asked to play.
-final class RecordingFeedbackSink: FeedbackSink {
-    private let played = PosixMutex<[(FeedbackRequest, String)]>([])
-    var requests: [FeedbackRequest] { played.withLock { $0.map(\.0) } }
-    var origins: [String] { played.withLock { $0.map(\.1) } }
-    func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
-}
-
 /// A command handler that records pause/resume/reload, keeps a daemon status as the daemon would
 /// (pause -> paused, resume -> scanning) and tells the status observer, and answers done.
 final class RecordingCommandHandler: MQTTCommandHandler {
@@ -363,7 +299,7 @@ final class FleetCommandRig {
 
     /// Sends `beep` probes until one is answered, so the output's command subscription is in place.
     func waitForCommandSubscription(expires: Int64) -> Bool {
-        waitUntil(timeout: 15) {
+        waitUntil(15) {
             mosquittoPub(port: broker.port, topic: prefix + "/cmd/beep",
                          message: #"{"id":"probe-\#(UUID().uuidString.prefix(8))","expires":\#(expires)}"#)
             return sub.wait(timeout: 0.5) { _ in !results("beep").isEmpty }
@@ -397,7 +333,7 @@ enum FleetTestEvents {
                    counters: FleetCounters(framesCaptured: 100, framesDecoded: 99, framesDropped: 1, reads: 5, rejected: 1))
     }
 
-    static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: RecordingLog,
+    static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: LogCapture,
                        commands: MQTTCommandHandler? = nil, feedback: FeedbackSink? = nil,
                        state: @escaping @Sendable () -> FleetState = { FleetTestEvents.state() },
                        onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system(),
@@ -418,7 +354,7 @@ final class PahoPeer {
     private let input = Pipe()
     private let lines = MQTTTestSubscriber.Lines()
 
-    static var python: String { TestFiles.repositoryRoot + "/.build/venv/bin/python" }
+    static var python: String { PythonPeers.python }
 
     static func requireVenv() throws {
         guard FileManager.default.isExecutableFile(atPath: python),
@@ -483,7 +419,7 @@ final class PahoPeer {
 
     @discardableResult
     func wait(timeout: TimeInterval, until condition: ([MQTTTestSubscriber.Message]) -> Bool) -> Bool {
-        waitUntil(timeout: timeout) { condition(messages) }
+        waitUntil(timeout) { condition(messages) }
     }
 
     func stop() {

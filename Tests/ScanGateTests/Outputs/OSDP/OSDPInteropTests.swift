@@ -12,7 +12,7 @@ import Settings
 /// polling an `OSDPOutput` over a real pseudo-terminal.
 final class OSDPInteropTests: XCTestCase {
     var dir = ""
-    let logs = OSDPLogLines()
+    let logs = LogCapture(repeatInterval: 0)
 
     override func setUpWithError() throws { dir = try TestFiles.temporaryDirectory() }
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }
@@ -254,9 +254,9 @@ final class OSDPInteropTests: XCTestCase {
 
 // MARK: - Helpers
 
-// waitUntil(_:_:) comes from FaultInjectionTests.swift.
+// waitUntil comes from Support/Waiting.swift.
 
-// RecordingFeedback comes from SerialRepliesTests.swift.
+// RecordingFeedback comes from Support/RecordingFeedback.swift.
 
 final class RecordingLink: ControllerLinkObserver {
     private let seen = PosixMutex<[(online: Bool, detail: String)]>([])
@@ -274,13 +274,13 @@ final class OSDPControlPanelPeer: @unchecked Sendable {
     let device: String
 
     init(file: StaticString = #filePath, line: UInt = #line) throws {
-        let python = TestFiles.repositoryRoot + "/.build/venv/bin/python"
+        let python = PythonPeers.python
         guard FileManager.default.isExecutableFile(atPath: python) else {
             XCTFail("libosdp's control panel is not installed: run scripts/python-env (PyPI libosdp 3.2.9 into .build/venv)", file: file, line: line)
             throw UsageError("no .build/venv")
         }
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-u", TestFiles.repositoryRoot + "/Tests/ScanGateTests/Peers/osdp_control_panel.py"]
+        process.arguments = ["-u", PythonPeers.directory + "/osdp_control_panel.py"]
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.standardError

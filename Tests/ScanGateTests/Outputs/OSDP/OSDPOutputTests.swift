@@ -12,7 +12,7 @@ import Settings
 /// replies, a port that vanishes and comes back, and closing.
 final class OSDPOutputTests: XCTestCase {
     var dir = ""
-    let logs = OSDPLogLines()
+    let logs = LogCapture(repeatInterval: 0)
 
     override func setUpWithError() throws { dir = try TestFiles.temporaryDirectory() }
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: dir) }

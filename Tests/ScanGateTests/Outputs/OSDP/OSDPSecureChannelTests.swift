@@ -26,13 +26,13 @@ final class OSDPSecureChannelTests: XCTestCase {
     }
 
     func testTheFixtureIsWhatTheIndependentScriptPrints() throws {
-        let python = TestFiles.repositoryRoot + "/.build/venv/bin/python"
+        let python = PythonPeers.python
         guard FileManager.default.isExecutableFile(atPath: python) else {
             return XCTFail("the test peers are not installed: run scripts/python-env (makes .build/venv from Tests/python-requirements.txt)")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [TestFiles.repositoryRoot + "/Tests/ScanGateTests/Peers/osdp_sc_vectors.py"]
+        process.arguments = [PythonPeers.directory + "/osdp_sc_vectors.py"]
         let out = Pipe()
         process.standardOutput = out
         try process.run()
@@ -159,7 +159,7 @@ final class OSDPSecureChannelTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let keyPath = dir + "/scbk"
         let store = OSDPFileStore(keyPath: keyPath, statePath: dir + "/gone/state", state: OSDPPersistedState())
-        let logs = OSDPLogLines()
+        let logs = LogCapture(repeatInterval: 0)
         let pd = try OSDPTest.peripheral(OSDPTest.configuration(address: 0, secure: .required, key: nil, installMode: true),
                                          store: store, logger: logs.logger, random: v.hex("rnd_b"))
         var keysetAnswered = false
@@ -188,7 +188,7 @@ final class OSDPSecureChannelTests: XCTestCase {
         let v = try vectors()
         let key = try XCTUnwrap(OSDPKey(bytes: v.hex("scbk")))
         let store = MemoryOSDPStore()
-        let logs = OSDPLogLines()
+        let logs = LogCapture(repeatInterval: 0)
         let pd = try OSDPTest.peripheral(OSDPTest.configuration(address: 5, secure: .required, key: key),
                                          store: store, logger: logs.logger, random: v.hex("rnd_b"))
         let script = exchanges(v, "scs15_exchanges")
@@ -219,7 +219,7 @@ final class OSDPSecureChannelTests: XCTestCase {
         let v = try vectors()
         let key = try XCTUnwrap(OSDPKey(bytes: v.hex("scbk")))
         let store = MemoryOSDPStore()
-        let logs = OSDPLogLines()
+        let logs = LogCapture(repeatInterval: 0)
         let pd = try OSDPTest.peripheral(OSDPTest.configuration(address: 0, secure: .required, key: key, installMode: true),
                                          store: store, logger: logs.logger, random: v.hex("rnd_b"))
         let script = exchanges(v, "takeover_exchanges")

@@ -23,28 +23,6 @@ final class MemoryOSDPStore: OSDPStore {
     }
 }
 
-/// Log lines, kept for assertions.
-final class OSDPLogLines: Sendable {
-    let logger: Logger
-
-    init() {
-        // Shared with the logger's sink through a box (one PosixMutex, referenced by both).
-        let box = OSDPLineBox()
-        self.logger = Logger(level: .debug, repeatInterval: 0) { line in box.append(line) }
-        self.box = box
-    }
-
-    private let box: OSDPLineBox
-    var all: [String] { box.all }
-    func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
-}
-
-final class OSDPLineBox: Sendable {
-    private let lines = PosixMutex<[String]>([])
-    func append(_ line: String) { lines.withLock { $0.append(line) } }
-    var all: [String] { lines.withLock { $0 } }
-}
-
 enum OSDPTest {
     static let identity = OSDPIdentity(vendorCode: 0x0A0B0C, model: 0x21, version: 1, serial: 0x11223344, firmware: [1, 2, 3])
     static let features = OSDPReaderFeatures(leds: .redGreen, buzzer: true)

@@ -114,7 +114,7 @@ final class FakeSerialSystem: SerialSystemCalls {
 
 /// Faults through the fake serial calls: stuck writes, TTL expiry, a port that vanishes and returns.
 final class SerialOutputFaultTests: XCTestCase {
-    private func makeSink(_ fake: FakeSerialSystem, _ clock: SerialFakeClock, _ log: SerialLogCapture,
+    private func makeSink(_ fake: FakeSerialSystem, _ clock: SerialFakeClock, _ log: LogCapture,
                           _ change: (inout SerialSettings) -> Void = { _ in }) -> SerialOutput {
         var s = SerialSettings()
         s.path = "/dev/ttyFAKE0"
@@ -125,15 +125,14 @@ final class SerialOutputFaultTests: XCTestCase {
 
     /// Polls (with a deadline) until the fake has seen `bytes`.
     private func waitForWritten(_ fake: FakeSerialSystem, _ bytes: [UInt8], within seconds: Double = 10) -> [UInt8] {
-        let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
-        while fake.written.count < bytes.count && MonotonicInstant.now() < deadline { sleepThread(milliseconds: 2) }
+        waitUntil(seconds) { fake.written.count >= bytes.count }
         return fake.written
     }
 
     func testStuckWriteIsAbandonedAtTheWriteTimeoutAndOutputDiscarded() {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log) { $0.writeTimeoutMs = 300 }
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         let discardsAfterOpen = fake.state.withLock { $0.discards }
@@ -154,7 +153,7 @@ final class SerialOutputFaultTests: XCTestCase {
     func testCodesStuckPastTheirTTLAreNeverSent() {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log) { $0.writeTimeoutMs = 10_000; $0.ttlMs = 1000 }
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         fake.update { $0.stuck = true }
@@ -175,7 +174,7 @@ final class SerialOutputFaultTests: XCTestCase {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
         fake.update { $0.openFailures = [.noDevice, .noDevice, .noSuchFile] }
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log)
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         XCTAssertTrue(log.contains("serial: open /dev/ttyFAKE0: No such device (ENODEV); retrying, codes are not sent meanwhile"), "\(log.all)")
@@ -190,7 +189,7 @@ final class SerialOutputFaultTests: XCTestCase {
         for error in [Errno.noDevice, .ioError] {
             let clock = SerialFakeClock()
             let fake = FakeSerialSystem(clock: clock)
-            let log = SerialLogCapture()
+            let log = LogCapture(repeatInterval: 0)
             let sink = makeSink(fake, clock, log)
             _ = sink.offer(serialEvent(1, "A", emittedAt: clock.now()))
             XCTAssertEqual(waitForWritten(fake, Array("A\r\n".utf8)), Array("A\r\n".utf8))
@@ -211,7 +210,7 @@ final class SerialOutputFaultTests: XCTestCase {
     func testFrameWrittenWholeBeforeTheLossIsNotSentTwice() {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log)
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         fake.update { $0.outputQueueFailures = [.ioError] }
@@ -228,7 +227,7 @@ final class SerialOutputFaultTests: XCTestCase {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
         fake.update { $0.openAlwaysFails = .noDevice }
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log)
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         _ = sink.offer(serialEvent(1, "OLD", emittedAt: clock.now()))
@@ -244,7 +243,7 @@ final class SerialOutputFaultTests: XCTestCase {
     func testAbandonedLongFrameNamesItsWireTime() {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log) { $0.writeTimeoutMs = 100; $0.baud = SerialBaudRate(1200)! }
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         fake.update { $0.stuck = true }
@@ -256,7 +255,7 @@ final class SerialOutputFaultTests: XCTestCase {
     func testRS485IsEnabledWhenAsked() {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
-        let sink = makeSink(fake, clock, SerialLogCapture()) { $0.rs485 = true }
+        let sink = makeSink(fake, clock, LogCapture(repeatInterval: 0)) { $0.rs485 = true }
         sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(fake.state.withLock { $0.rs485 }, 1)
     }
@@ -264,7 +263,7 @@ final class SerialOutputFaultTests: XCTestCase {
     func testOtherWriteErrorDropsTheCodeAndReopens() {
         let clock = SerialFakeClock()
         let fake = FakeSerialSystem(clock: clock)
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = makeSink(fake, clock, log)
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         fake.update { $0.writeFailures = [.invalidArgument] }
@@ -278,7 +277,7 @@ final class SerialOutputFaultTests: XCTestCase {
     /// close() with a write that would block for long: bounded by the drain time, then the port is closed.
     func testCloseIsBoundedWhileAWriteIsStuck() {
         let fake = FakeSerialSystem()  // real time passes in the sink; the fake poll returns at once
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         var s = SerialSettings()
         s.path = "/dev/ttyFAKE0"
         s.writeTimeoutMs = 60_000

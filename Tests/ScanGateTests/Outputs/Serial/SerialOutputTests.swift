@@ -34,7 +34,7 @@ final class SerialOutputTests: XCTestCase {
 
     /// Sends `events` and then a sentinel code; returns everything that arrived up to the sentinel's frame.
     private func transmit(_ events: [ReadEvent], _ change: (inout SerialSettings) -> Void = { _ in },
-                          log: SerialLogCapture = SerialLogCapture(), file: StaticString = #filePath,
+                          log: LogCapture = LogCapture(repeatInterval: 0), file: StaticString = #filePath,
                           line: UInt = #line) throws -> [UInt8] {
         let pty = try PseudoTerminal()
         let s = settings(pty.name, change)
@@ -90,7 +90,7 @@ final class SerialOutputTests: XCTestCase {
             ("stx-etx reject NUL", [0x41, 0x00], { $0.framing = .stxEtx }, []),
         ]
         for (name, payload, change, expected) in cases {
-            let log = SerialLogCapture()
+            let log = LogCapture(repeatInterval: 0)
             let received = try transmit([serialEvent(1, payload)], change, log: log)
             XCTAssertEqual(received, expected, name)
             if expected.isEmpty {
@@ -113,14 +113,14 @@ final class SerialOutputTests: XCTestCase {
     /// it (hex) takes it.
     func testUnsafePayloadIsRefusedForSerialOnlyWithTheReason() throws {
         let pty = try PseudoTerminal()
-        let output = SerialOutput(settings: settings(pty.name), logger: SerialLogCapture().logger)
+        let output = SerialOutput(settings: settings(pty.name), logger: LogCapture(repeatInterval: 0).logger)
         defer { output.close(deadline: .now().adding(milliseconds: 2000)) }
         XCTAssertEqual(output.offer(serialEvent(1, "\u{03}\u{02}OPEN\r\n")),
                        .refused(reason: "serial: payload has control byte 0x03 at offset 0"))
         XCTAssertEqual(output.offer(serialEvent(2, "OK")), .taken)
         let received = pty.read { $0.count >= 4 }
         XCTAssertEqual(received, bytes("OK\r\n"), "the refused read sent nothing")
-        let hex = SerialOutput(settings: settings(pty.name) { $0.payloadEncoding = .hex }, logger: SerialLogCapture().logger)
+        let hex = SerialOutput(settings: settings(pty.name) { $0.payloadEncoding = .hex }, logger: LogCapture(repeatInterval: 0).logger)
         defer { hex.close(deadline: .now().adding(milliseconds: 2000)) }
         XCTAssertEqual(hex.offer(serialEvent(3, [0x00, 0x0D])), .taken)
     }
@@ -133,7 +133,7 @@ final class SerialOutputTests: XCTestCase {
     }
 
     func testEventOlderThanTTLIsDroppedNotSentLate() throws {
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let stale = serialEvent(1, "LATE", emittedAt: MonotonicInstant.now().adding(milliseconds: -6000))
         XCTAssertEqual(try transmit([stale, serialEvent(2, "FRESH")], log: log), bytes("FRESH\r\n"))
         XCTAssertTrue(log.contains("seq 1 (QR-Code 'LATE') dropped: ") && log.contains(" ms old (--serial-ttl-ms 5000), never sent late"),
@@ -141,7 +141,7 @@ final class SerialOutputTests: XCTestCase {
     }
 
     func testHostilePayloadInLogIsEscaped() throws {
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         _ = try transmit([serialEvent(1, [0x1B, 0x5B, 0x32, 0x4A, 0x0D])], { $0.unsafeBytes = .escape }, log: log)
         let line = try XCTUnwrap(log.all.first { $0.contains("seq 1 ") })
         XCTAssertFalse(line.utf8.contains { $0 < 0x20 }, line)
@@ -151,7 +151,7 @@ final class SerialOutputTests: XCTestCase {
     /// the frame is abandoned at the write timeout and never arrives, not even when the line flows again.
     func testWriteTimeoutWhenTheLineTakesNothing() throws {
         let pty = try PseudoTerminal()
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = SerialOutput(settings: settings(pty.name) { $0.writeTimeoutMs = 200 }, logger: log.logger)
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         pty.stopOutput()
@@ -166,16 +166,13 @@ final class SerialOutputTests: XCTestCase {
     /// A by-id style link to the tty: the adapter is unplugged (hang-up, link gone) and plugged back
     /// (new tty, link back); the code handled meanwhile arrives on the new one, once.
     func testReopenAfterThePortVanishesAndReturns() throws {
-        var directory = Array("/tmp/scangate-serial-XXXXXX".utf8CString)
-        let made = directory.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        XCTAssertNotNil(made)
-        let dir = String(decoding: directory.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let dir = try TestFiles.temporaryDirectory()
         let link = dir + "/usb-door-controller"
-        defer { unlink(link); rmdir(dir) }
+        defer { unlink(link) }
 
         let first = try PseudoTerminal()
         XCTAssertEqual(symlink(first.name, link), 0)
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         // A long TTL and short backoff: the test's own pace on a busy machine does not matter.
         let sink = SerialOutput(settings: settings(link) { $0.ttlMs = 60_000 }, logger: log.logger,
                               tuning: SerialSinkTuning(initialBackoffMilliseconds: 20, maximumBackoffMilliseconds: 100))
@@ -200,7 +197,7 @@ final class SerialOutputTests: XCTestCase {
     }
 
     func testMissingPortAtStartIsLoggedAndScanningGoesOn() throws {
-        let log = SerialLogCapture()
+        let log = LogCapture(repeatInterval: 0)
         let sink = SerialOutput(settings: settings("/dev/ttyDOES-NOT-EXIST"), logger: log.logger)
         XCTAssertTrue(log.contains("serial: open /dev/ttyDOES-NOT-EXIST: No such file or directory (ENOENT); retrying, codes are not sent meanwhile"),
                       "\(log.all)")
@@ -211,7 +208,7 @@ final class SerialOutputTests: XCTestCase {
 
     func testCloseSendsWhatIsPendingAndClosesThePort() throws {
         let pty = try PseudoTerminal()
-        let sink = SerialOutput(settings: settings(pty.name), logger: SerialLogCapture().logger)
+        let sink = SerialOutput(settings: settings(pty.name), logger: LogCapture(repeatInterval: 0).logger)
         for i in 1...5 { _ = sink.offer(serialEvent(UInt64(i), "P\(i)")) }
         sink.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(pty.read(count: 20), bytes("P1\r\nP2\r\nP3\r\nP4\r\nP5\r\n"))

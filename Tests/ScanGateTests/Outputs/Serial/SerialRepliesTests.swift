@@ -7,23 +7,10 @@ import Platform
 @testable import Serial
 import Settings
 
-/// Feedback requests as a feedback sink receives them, with a wait for the next one.
-final class RecordingFeedback: FeedbackSink, @unchecked Sendable {
-    private let played = PosixMutex<[(FeedbackRequest, String)]>([])
-    func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
-    var requests: [FeedbackRequest] { played.withLock { $0.map(\.0) } }
-    var origins: [String] { played.withLock { $0.map(\.1) } }
-
-    /// Waits (polling, with a deadline) until `count` requests arrived.
-    func wait(for count: Int, seconds: Double = 10) -> Bool {
-        waitUntil(seconds) { self.requests.count >= count }
-    }
-}
-
 /// The controller answers on the serial line (`serial-reply-grant` / `serial-reply-deny`): the bytes are
 /// written on the far end of a real pseudo-terminal, as a door controller would send them.
 final class SerialRepliesTests: XCTestCase {
-    private func output(_ pty: PseudoTerminal, log: SerialLogCapture, feedback: RecordingFeedback,
+    private func output(_ pty: PseudoTerminal, log: LogCapture, feedback: RecordingFeedback,
                         replyTimeoutMs: Int = 3000, clock: SerialFakeClock? = nil) -> SerialOutput {
         var s = SerialSettings()
         s.path = pty.name
@@ -48,7 +35,7 @@ final class SerialRepliesTests: XCTestCase {
 
     func testGrantAndDenyRepliesPlayTheirPatternsOncePerCode() throws {
         let pty = try PseudoTerminal()
-        let log = SerialLogCapture(), feedback = RecordingFeedback()
+        let log = LogCapture(repeatInterval: 0), feedback = RecordingFeedback()
         let out = output(pty, log: log, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 2000)) }
         XCTAssertTrue(log.wait(for: "reading the controller's replies"), "\(log.all)")
@@ -74,7 +61,7 @@ final class SerialRepliesTests: XCTestCase {
 
     func testUnknownLongAndUnpromptedRepliesAreLoggedAndIgnored() throws {
         let pty = try PseudoTerminal()
-        let log = SerialLogCapture(), feedback = RecordingFeedback()
+        let log = LogCapture(repeatInterval: 0), feedback = RecordingFeedback()
         let out = output(pty, log: log, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 2000)) }
         XCTAssertTrue(log.wait(for: "reading the controller's replies"), "\(log.all)")
@@ -100,7 +87,7 @@ final class SerialRepliesTests: XCTestCase {
 
     func testAReplyAfterTheReplyTimeoutDoesNotCount() throws {
         let pty = try PseudoTerminal()
-        let log = SerialLogCapture(), feedback = RecordingFeedback(), clock = SerialFakeClock()
+        let log = LogCapture(repeatInterval: 0), feedback = RecordingFeedback(), clock = SerialFakeClock()
         let out = output(pty, log: log, feedback: feedback, replyTimeoutMs: 500, clock: clock)
         defer { out.close(deadline: .now().adding(milliseconds: 2000)) }
         XCTAssertTrue(log.wait(for: "reading the controller's replies"), "\(log.all)")

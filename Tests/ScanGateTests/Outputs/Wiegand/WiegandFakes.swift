@@ -333,30 +333,3 @@ final class WiegandFakeGpiod: GpiodBulkCalls {
     }
 }
 
-/// Records what feedback was asked for, in order.
-final class WiegandFeedbackRecorder: FeedbackSink {
-    private let played = PosixMutex<[(FeedbackRequest, String)]>([])
-    func play(_ request: FeedbackRequest, origin: String) { played.withLock { $0.append((request, origin)) } }
-    var requests: [FeedbackRequest] { played.withLock { $0.map(\.0) } }
-    var origins: [String] { played.withLock { $0.map(\.1) } }
-}
-
-/// Collects log lines.
-final class WiegandLogCapture: Sendable {
-    private let lines = PosixMutex<[String]>([])
-    var all: [String] { lines.withLock { $0 } }
-    func logger(level: LogLevel = .debug) -> Logger {
-        Logger(level: level, repeatInterval: 30) { [self] line in self.lines.withLock { $0.append(line) } }
-    }
-    func contains(_ needle: String) -> Bool { all.contains { $0.contains(needle) } }
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func wiegandEventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = MonotonicInstant.now().adding(milliseconds: seconds * 1000)
-    while MonotonicInstant.now() < deadline {
-        if condition() { return true }
-        sleepThread(milliseconds: 1)
-    }
-    return condition()
-}

@@ -94,20 +94,10 @@ final class WiegandFormatTests: XCTestCase {
 
 /// Runs python3 with `args`; throws with its stderr when it fails.
 func runPython(_ args: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = args
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    let errors = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw NSError(domain: "python3 \(args.joined(separator: " ")) exited \(process.terminationStatus)", code: 1,
-                      userInfo: [NSLocalizedDescriptionKey: text + String(decoding: errors, as: UTF8.self)])
+    let result = try TestProcess.run("/usr/bin/python3", args)
+    guard result.status == 0 else {
+        throw NSError(domain: "python3 \(args.joined(separator: " ")) exited \(result.status)", code: 1,
+                      userInfo: [NSLocalizedDescriptionKey: result.stdoutText + result.stderr])
     }
-    return text
+    return result.stdoutText
 }

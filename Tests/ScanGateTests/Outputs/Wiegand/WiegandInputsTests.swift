@@ -15,7 +15,7 @@ final class WiegandInputsTests: XCTestCase {
     static let tone = FeedbackRequest.command(FeedbackCommand(tone: ToneCommand(onMs: 1000, offMs: 0, duration: .untilReplaced)))
     static let silence = FeedbackRequest.command(FeedbackCommand(tone: .silence))
 
-    func make(_ chip: WiegandFakeGpiod, feedback: WiegandFeedbackRecorder, logs: WiegandLogCapture = WiegandLogCapture(),
+    func make(_ chip: WiegandFakeGpiod, feedback: RecordingFeedback, logs: LogCapture = LogCapture(),
               edit: (inout WiegandSettings) -> Void = { _ in }) throws -> WiegandOutput {
         var s = WiegandSettings()
         s.chip = WiegandFakeGpiod.label
@@ -29,40 +29,40 @@ final class WiegandInputsTests: XCTestCase {
         r.realtime = false
         r.retryMs = 50
         r.debounceMs = 10
-        let out = try WiegandOutput(settings: s, logger: logs.logger(), feedback: feedback, calls: chip, runtime: r)
-        XCTAssertTrue(wiegandEventually { chip.consumer(Self.led) == "scangate" && chip.consumer(Self.beeper) == "scangate" },
+        let out = try WiegandOutput(settings: s, logger: logs.logger, feedback: feedback, calls: chip, runtime: r)
+        XCTAssertTrue(waitUntil { chip.consumer(Self.led) == "scangate" && chip.consumer(Self.beeper) == "scangate" },
                       "inputs requested")
         return out
     }
 
     func testLEDHeldIsPermanentGreenReleasedIsOff() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         chip.drive(Self.led, physical: 0)            // the panel pulls it low
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.green] }, "\(feedback.requests)")
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.green] }, "\(feedback.requests)")
         chip.drive(Self.led, physical: 1)
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.green, Self.ledOff] }, "\(feedback.requests)")
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.green, Self.ledOff] }, "\(feedback.requests)")
         XCTAssertEqual(Set(feedback.origins), ["wiegand"])
     }
 
     func testBeeperHeldIsAToneUntilReplacedReleasedIsSilence() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         chip.drive(Self.beeper, physical: 0)
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.tone] }, "\(feedback.requests)")
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.tone] }, "\(feedback.requests)")
         chip.drive(Self.beeper, physical: 1)
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.tone, Self.silence] }, "\(feedback.requests)")
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.tone, Self.silence] }, "\(feedback.requests)")
     }
 
     func testContactBounceGivesOneCommand() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         // A relay closing: five quick bounces, settling low.
         for level: Int32 in [0, 1, 0, 1, 0, 1, 0] { chip.drive(Self.led, physical: level) }
-        XCTAssertTrue(wiegandEventually { feedback.requests.count == 1 })
+        XCTAssertTrue(waitUntil { feedback.requests.count == 1 })
         // A glitch shorter than the debounce that comes back to idle: nothing.
         chip.drive(Self.beeper, physical: 0)
         chip.drive(Self.beeper, physical: 1)
@@ -71,15 +71,15 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testAnInputAlreadyActiveAtStartIsPlayed() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
         chip.drive(Self.led, physical: 0)
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.green] }, "\(feedback.requests)")
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.green] }, "\(feedback.requests)")
     }
 
     func testActiveHighInputs() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
         chip.drive(Self.led, physical: 0)
         chip.drive(Self.beeper, physical: 0)
         let out = try make(chip, feedback: feedback) { $0.inputActiveHigh = true }
@@ -87,15 +87,15 @@ final class WiegandInputsTests: XCTestCase {
         sleepThread(milliseconds: 30)
         XCTAssertEqual(feedback.requests, [], "low is idle for active-high inputs")
         chip.drive(Self.beeper, physical: 1)
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.tone] }, "\(feedback.requests)")
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.tone] }, "\(feedback.requests)")
     }
 
     func testCloseWhileHeldPlaysTheReleaseAndFreesTheLines() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         chip.drive(Self.led, physical: 0)
         chip.drive(Self.beeper, physical: 0)
-        XCTAssertTrue(wiegandEventually { feedback.requests.count == 2 })
+        XCTAssertTrue(waitUntil { feedback.requests.count == 2 })
         out.close(deadline: .now().adding(milliseconds: 1000))
         XCTAssertEqual(Set(feedback.requests.suffix(2).map { "\($0)" }), Set([Self.ledOff, Self.silence].map { "\($0)" }))
         XCTAssertNil(chip.consumer(Self.led))
@@ -104,7 +104,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testABusyInputIsLoggedAndRetriedWhileWiegandSends() throws {
-        let chip = WiegandFakeGpiod(), feedback = WiegandFeedbackRecorder(), logs = WiegandLogCapture()
+        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback(), logs = LogCapture()
         chip.hold(Self.beeper, by: "gpiomon")
         var s = WiegandSettings()
         s.chip = WiegandFakeGpiod.label
@@ -116,16 +116,16 @@ final class WiegandInputsTests: XCTestCase {
         r.stallLimitMs = 60_000   // a loaded test machine must not cut the frame
         r.realtime = false
         r.retryMs = 50
-        let out = try WiegandOutput(settings: s, logger: logs.logger(), feedback: feedback, calls: chip, runtime: r)
+        let out = try WiegandOutput(settings: s, logger: logs.logger, feedback: feedback, calls: chip, runtime: r)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
-        XCTAssertTrue(wiegandEventually {
+        XCTAssertTrue(waitUntil {
             logs.contains("the panel beeper input GPIO26 (offset 26) on scangate-sim (gpiochip0) (--wiegand-beeper-input) is busy: held by 'gpiomon'; stop that program or choose another line")
         }, "\(logs.all)")
-        XCTAssertTrue(wiegandEventually { out.health.state == .degraded }, "\(out.health)")
+        XCTAssertTrue(waitUntil { out.health.state == .degraded }, "\(out.health)")
         chip.free(Self.beeper)
-        XCTAssertTrue(wiegandEventually { chip.consumer(Self.beeper) == "scangate" })
-        XCTAssertTrue(wiegandEventually { out.health.state == .ok }, "\(out.health)")
+        XCTAssertTrue(waitUntil { chip.consumer(Self.beeper) == "scangate" })
+        XCTAssertTrue(waitUntil { out.health.state == .ok }, "\(out.health)")
         chip.drive(Self.beeper, physical: 0)
-        XCTAssertTrue(wiegandEventually { feedback.requests == [Self.tone] })
+        XCTAssertTrue(waitUntil { feedback.requests == [Self.tone] })
     }
 }

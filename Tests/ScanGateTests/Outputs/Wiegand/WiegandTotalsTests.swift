@@ -11,8 +11,8 @@ extension WiegandTransmitterTests {
     func testTwoStallsInARowAreBothCountedAtClose() throws {
         let t = self
         let chip = WiegandFakeGpiod()
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: t.settings { $0.frameGapMs = 50 }, logger: logs.logger(), feedback: nil,
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: t.settings { $0.frameGapMs = 50 }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: t.runtime { $0.stallLimitMs = nil })
         // Bit 4 of the first frame hangs 30 ms: the frame is cut there.
         chip.delaySet(after: 6, milliseconds: 30)

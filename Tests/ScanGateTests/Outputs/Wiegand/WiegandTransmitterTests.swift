@@ -99,11 +99,11 @@ final class WiegandTransmitterTests: XCTestCase {
         let chip = WiegandFakeGpiod()
         // 64 bits 20 ms apart: 1.26 s on the wire; a second frame waits behind it.
         let s = settings { $0.format = .raw(bits: 64); $0.facility = .none; $0.intervalUs = 20000 }
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: s, logger: logs.logger(), feedback: nil, calls: chip, runtime: runtime())
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: s, logger: logs.logger, feedback: nil, calls: chip, runtime: runtime())
         XCTAssertEqual(out.offer(read("18446744073709551615")), .taken)
         XCTAssertEqual(out.offer(read("1")), .taken)
-        XCTAssertTrue(wiegandEventually { chip.setCount >= 6 }, "three pulses on the wire")
+        XCTAssertTrue(waitUntil { chip.setCount >= 6 }, "three pulses on the wire")
         out.close(deadline: .now())
         let sets = chip.sets
         let pulses = sets.filter { $0.physical != [1, 1] }.count
@@ -126,17 +126,17 @@ final class WiegandTransmitterTests: XCTestCase {
     func testForceInactiveCutsTheFrameEvenWhileACloseIsDraining() throws {
         let chip = WiegandFakeGpiod()
         let s = settings { $0.format = .raw(bits: 64); $0.facility = .none; $0.intervalUs = 20000 }
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: s, logger: logs.logger(), feedback: nil, calls: chip, runtime: runtime())
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: s, logger: logs.logger, feedback: nil, calls: chip, runtime: runtime())
         XCTAssertEqual(out.offer(read("18446744073709551615")), .taken)
-        XCTAssertTrue(wiegandEventually { chip.setCount >= 6 }, "three pulses on the wire")
+        XCTAssertTrue(waitUntil { chip.setCount >= 6 }, "three pulses on the wire")
         let closed = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
             out.close(deadline: .now().adding(milliseconds: 10_000))   // would let the whole frame finish
             closed.signal()
         }
         // The close is under way once the output refuses new reads as closing.
-        XCTAssertTrue(wiegandEventually { out.offer(self.read("1")) == .refused(reason: "the Wiegand output is closing") })
+        XCTAssertTrue(waitUntil { out.offer(self.read("1")) == .refused(reason: "the Wiegand output is closing") })
         (out as LineHolder).forceInactive()
         XCTAssertEqual(Array(chip.log.suffix(2)), [.releaseOutputs(offsets: [Self.d0, Self.d1]), .closeChip],
                        "released by the time forceInactive returns")
@@ -179,8 +179,8 @@ final class WiegandTransmitterTests: XCTestCase {
     func testABusyLineIsLoggedWithTheFixAndRetried() throws {
         let chip = WiegandFakeGpiod()
         chip.hold(Self.d1, by: "gpioset")
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: settings(), logger: logs.logger(), feedback: nil, calls: chip, runtime: runtime())
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: settings(), logger: logs.logger, feedback: nil, calls: chip, runtime: runtime())
         chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         let busy = "Wiegand lines D0 GPIO12 / D1 GPIO13 on scangate-sim (gpiochip0) (--wiegand-d0, --wiegand-d1) are busy: GPIO13 is held by 'gpioset'; stop that program (gpioinfo scangate-sim shows who holds each line) or choose other lines"
@@ -189,7 +189,7 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(out.offer(read("324")), .refused(reason: "Wiegand lines not available: \(busy)"))
         XCTAssertEqual(out.health.state, .down)
         chip.free(Self.d1)
-        XCTAssertTrue(wiegandEventually { out.offer(read("324")) == .taken }, "taken once the line is free")
+        XCTAssertTrue(waitUntil { out.offer(read("324")) == .taken }, "taken once the line is free")
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
         XCTAssertEqual(chip.frames(), ["00101101000000001010001000"])
         XCTAssertTrue(logs.contains("(available again)"))
@@ -198,13 +198,13 @@ final class WiegandTransmitterTests: XCTestCase {
 
     func testAMissingLineOrChipSaysWhatThereIs() throws {
         let chip = WiegandFakeGpiod()
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: settings { $0.d1 = .name("GPIO99") }, logger: logs.logger(), feedback: nil,
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: settings { $0.d1 = .name("GPIO99") }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: runtime())
         out.close(deadline: .now())
         XCTAssertTrue(logs.contains("no such line GPIO99 on scangate-sim (gpiochip0) (--wiegand-d1): lines are GPIO0, GPIO1,"), "\(logs.all)")
-        let logs2 = WiegandLogCapture()
-        let out2 = try WiegandOutput(settings: settings { $0.chip = "pinctrl-rp1" }, logger: logs2.logger(), feedback: nil,
+        let logs2 = LogCapture()
+        let out2 = try WiegandOutput(settings: settings { $0.chip = "pinctrl-rp1" }, logger: logs2.logger, feedback: nil,
                                      calls: chip, runtime: runtime())
         out2.close(deadline: .now())
         XCTAssertTrue(logs2.contains("no GPIO chip with label 'pinctrl-rp1'"), "\(logs2.all)")
@@ -214,8 +214,8 @@ final class WiegandTransmitterTests: XCTestCase {
 
     func testALineThatFailsMidFrameDropsTheFrameAndTheChipIsReopened() throws {
         let chip = WiegandFakeGpiod()
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger(), feedback: nil,
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: runtime())
         chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
@@ -226,7 +226,7 @@ final class WiegandTransmitterTests: XCTestCase {
                       "\(logs.all)")
         XCTAssertTrue(logs.contains("Wiegand: lost the lines"))
         chip.state.withLock { $0.failSetsAfter = nil }
-        XCTAssertTrue(wiegandEventually { out.offer(read("1")) == .taken }, "the lines come back after the retry")
+        XCTAssertTrue(waitUntil { out.offer(read("1")) == .taken }, "the lines come back after the retry")
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
         let frames = chip.frames()
         XCTAssertEqual(frames.first, "00101", "the cut frame: 5 bits, never resumed")
@@ -238,8 +238,8 @@ final class WiegandTransmitterTests: XCTestCase {
 
     func testAStallLongerThanAPanelWaitsEndsTheFrame() throws {
         let chip = WiegandFakeGpiod()
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger(), feedback: nil,
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: runtime { $0.stallLimitMs = nil })
         chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
@@ -256,8 +256,8 @@ final class WiegandTransmitterTests: XCTestCase {
 
     func testRealtimeSetUpIsReportedOnce() throws {
         let chip = WiegandFakeGpiod()
-        let logs = WiegandLogCapture()
-        let out = try WiegandOutput(settings: settings(), logger: logs.logger(), feedback: nil, calls: chip,
+        let logs = LogCapture()
+        let out = try WiegandOutput(settings: settings(), logger: logs.logger, feedback: nil, calls: chip,
                                     runtime: runtime { $0.realtime = true })
         chip.countFrames(of: out)
         XCTAssertEqual(out.offer(read("324")), .taken)
