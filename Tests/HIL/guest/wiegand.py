@@ -4,7 +4,7 @@ ScanGate's Swift code: the frame formats, a decoder that turns a gpio_value trac
 (bits, pulse widths, intervals, gaps), the checks the HIL Wiegand checks apply, and the timing
 histogram they print.
 
-Command line (used by the unit tests, Tests/ScanGateTests/WiegandFormatTests.swift):
+Command line (used by the unit tests, Tests/ScanGateTests/Outputs/Wiegand/WiegandFormatTests.swift):
   python3 wiegand.py vectors [--seed N] [--count N]   reference frames as JSON lines:
                                                        {"format", "facility", "card", "bits"}
   python3 wiegand.py selftest                          the decoder and checks on synthetic traces, and the
