@@ -40,7 +40,7 @@ final class DurableFormatFixtureTests: XCTestCase {
         try TestFiles.write(bytes: slot, to: dir + "/head")
 
         let spool = try EventSpool(directory: dir, limits: SpoolLimits(maxBytes: 1 << 20, maxAgeNanoseconds: 0),
-                                   logger: RecordingLog().logger)
+                                   logger: LogCapture().logger)
         defer { spool.close() }
         XCTAssertEqual(spool.recovery.records, 2)
         XCTAssertEqual(spool.recovery.damaged, 0)
@@ -84,7 +84,7 @@ final class DurableFormatFixtureTests: XCTestCase {
         let text = "cmd-1 \(expiry) - 0"
         let line = text + " " + String(format: "%08x", crc(Array(text.utf8))) + "\n"
         try TestFiles.write(line, to: dir + "/commands")
-        let store = try CommandIDStore(directory: dir, clock: time.clock, logger: RecordingLog().logger)
+        let store = try CommandIDStore(directory: dir, clock: time.clock, logger: LogCapture().logger)
         defer { store.close() }
         XCTAssertEqual(store.loaded.ids, 1)
         XCTAssertEqual(store.loaded.skipped, 0)
