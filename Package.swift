@@ -46,6 +46,8 @@ let package = Package(
         // Shared vocabulary: frames, symbols, read events, status; the seams (FrameSource, Output,
         // DoorOutput, ReportOutput, ReadPolicy, FeedbackSink, FeedbackDevice); JSON; logging.
         .target(name: "Core", dependencies: ["Platform"], swiftSettings: swiftSettings),
+        // Workers: a named thread with a bounded mailbox and one way to stop; services stopped in reverse order.
+        .target(name: "Runtime", dependencies: ["Core", "Platform"], swiftSettings: swiftSettings),
         // Settings: a plain value per section with its defaults, and the options that set it. No device code.
         .target(name: "Settings", dependencies: ["Core", "Platform"], swiftSettings: swiftSettings),
         // INI file + command line → Settings (libinih).
@@ -72,32 +74,32 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["Core", "Decoding", "Debounce"], swiftSettings: swiftSettings),
 
         // Drivers that feedback and the outputs use.
-        .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "CGpiod"], swiftSettings: swiftSettings),
-        .target(name: "Sound", dependencies: ["Core", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "Runtime", "CGpiod"], swiftSettings: swiftSettings),
+        .target(name: "Sound", dependencies: ["Core", "Settings", "Runtime", "CALSA", "CShim"], swiftSettings: swiftSettings),
         .target(name: "SerialLine", dependencies: ["Core", "Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
 
         // How an output or feedback device registers: its options, factory and doctor check.
         .target(name: "Components", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
         // 6. Outputs, one folder each.
-        .target(name: "Stdout", dependencies: ["Core", "Settings", "Components"], path: "Sources/Outputs/Stdout",
+        .target(name: "Stdout", dependencies: ["Core", "Settings", "Components", "Runtime"], path: "Sources/Outputs/Stdout",
                 swiftSettings: swiftSettings),
-        .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
+        .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "Runtime", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
         // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
-        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine", "COpenSSL"],
+        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine", "COpenSSL"],
                 path: "Sources/Outputs/OSDP", swiftSettings: swiftSettings),
         // Wiegand on two GPIO lines (formats, number mapping, a real-time transmitter) and the panel's LED
         // and beeper inputs.
-        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "CGpiod"],
+        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO", "CGpiod"],
                 path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
         // A door strike's relay on one GPIO line, pulsed for each accepted read (a door with no panel).
-        .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO"],
+        .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO"],
                 path: "Sources/Outputs/DoorRelay", swiftSettings: swiftSettings),
         // MQTT to the fleet's broker (libmosquitto): events, state, commands, a spool that loses nothing.
-        .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL", "CShim"],
+        .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "CMosquitto", "COpenSSL", "CShim"],
                 path: "Sources/Outputs/MQTT", swiftSettings: swiftSettings),
         // 7. Feedback: the one door in; GPIO and the beep play.
-        .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "Sound"],
+        .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
@@ -121,7 +123,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
         .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay",
-                                            "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components",
+                                            "Camera", "Decoding", "Debounce", "Policies", "Pipeline", "Components", "Runtime",
                                             "Catalog", "Feedback", "Service", "Doctor", "Tools", "Wiegand", "Credentials", "MQTT",
                                             "SerialLine"],
                 swiftSettings: swiftSettings),
@@ -130,7 +132,7 @@ let package = Package(
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
-                                   "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
+                                   "Components", "Runtime", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
                                    "Tools", "App", "CShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
