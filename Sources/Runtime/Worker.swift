@@ -306,7 +306,8 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
         return wakeSignal.wait(timeout: .now() + .nanoseconds(Int(min(nanoseconds, UInt64(Int.max))))) == .success
     }
 
-    private func take() -> Message? {
+    /// The next message if one waits; never waits.
+    public func take() -> Message? {
         state.withLock { s -> Message? in
             guard s.count > 0 else { return nil }
             let m = s.queue[s.head]
