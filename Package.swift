@@ -83,7 +83,7 @@ let package = Package(
         // 6. Outputs, one folder each.
         .target(name: "Stdout", dependencies: ["Core", "Settings", "Components", "Runtime"], path: "Sources/Outputs/Stdout",
                 swiftSettings: swiftSettings),
-        .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "Runtime", "SerialLine"], path: "Sources/Outputs/Serial",
+        .target(name: "Serial", dependencies: ["Core", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
         // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
         .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine", "COpenSSL"],
@@ -96,10 +96,10 @@ let package = Package(
         .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO"],
                 path: "Sources/Outputs/DoorRelay", swiftSettings: swiftSettings),
         // MQTT to the fleet's broker (libmosquitto): events, state, commands, a spool that loses nothing.
-        .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "CMosquitto", "COpenSSL", "CShim"],
+        .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL", "CShim"],
                 path: "Sources/Outputs/MQTT", swiftSettings: swiftSettings),
         // 7. Feedback: the one door in; GPIO and the beep play.
-        .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO", "Sound"],
+        .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
@@ -108,7 +108,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
-        .target(name: "Service", dependencies: ["Core", "CSystemd"], swiftSettings: swiftSettings),
+        .target(name: "Service", dependencies: ["Core", "Platform", "Runtime", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate doctor`: every configured device probed as `run` would use it.
         .target(name: "Doctor", dependencies: ["Core", "Platform", "Settings", "Config", "Components", "Catalog", "Camera",
                                                "Simulator", "Replay", "Decoding", "Policies", "GPIO", "Sound", "SerialLine",
