@@ -71,7 +71,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         openLine(at: .now())
         do {
             let started = try Worker<Never>(name: "scangate-relay", capacity: 1, overflow: .refuse,
-                                            forceInactive: { [self] in forceInactive() }) { [self] inbox in run(inbox) }
+                                            forceInactive: { [weak self] in self?.forceInactive() }) { [self] inbox in run(inbox) }
             worker.withLock { $0 = started }
         } catch {
             line.withLock { _ = $0.close() }
