@@ -46,6 +46,8 @@ let package = Package(
         // Shared vocabulary: frames, symbols, read events, status; the seams (FrameSource, Output,
         // DoorOutput, ReportOutput, ReadPolicy, FeedbackSink, FeedbackDevice); JSON; logging.
         .target(name: "Core", dependencies: ["Platform"], swiftSettings: swiftSettings),
+        // Workers: a named thread with a bounded mailbox and one way to stop; services stopped in reverse order.
+        .target(name: "Runtime", dependencies: ["Core", "Platform"], swiftSettings: swiftSettings),
         // Settings: a plain value per section with its defaults, and the options that set it. No device code.
         .target(name: "Settings", dependencies: ["Core", "Platform"], swiftSettings: swiftSettings),
         // INI file + command line → Settings (libinih).
@@ -72,26 +74,26 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["Core", "Platform", "Decoding", "Debounce"], swiftSettings: swiftSettings),
 
         // Drivers that feedback and the outputs use.
-        .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "CGpiod"], swiftSettings: swiftSettings),
-        .target(name: "Sound", dependencies: ["Core", "Platform", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
+        .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "Runtime", "CGpiod"], swiftSettings: swiftSettings),
+        .target(name: "Sound", dependencies: ["Core", "Platform", "Runtime", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
         .target(name: "SerialLine", dependencies: ["Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
 
         // How an output or feedback device registers: its options, factory and doctor check.
         .target(name: "Components", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
         // 6. Outputs, one folder each.
-        .target(name: "Stdout", dependencies: ["Core", "Platform", "Settings", "Components"], path: "Sources/Outputs/Stdout",
+        .target(name: "Stdout", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components"], path: "Sources/Outputs/Stdout",
                 swiftSettings: swiftSettings),
         .target(name: "Serial", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
         // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
-        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine", "COpenSSL"],
+        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine", "COpenSSL"],
                 path: "Sources/Outputs/OSDP", swiftSettings: swiftSettings),
         // Wiegand on two GPIO lines (formats, number mapping, a real-time transmitter) and the panel's LED
         // and beeper inputs.
-        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO"],
+        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components", "GPIO"],
                 path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
         // A door strike's relay on one GPIO line, pulsed for each accepted read (a door with no panel).
-        .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO"],
+        .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO"],
                 path: "Sources/Outputs/DoorRelay", swiftSettings: swiftSettings),
         // MQTT to the fleet's broker (libmosquitto): events, state, commands, a spool that loses nothing.
         .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL", "CShim"],
@@ -106,7 +108,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
 
         // systemd integration: sd_notify, watchdog, the journal lines.
-        .target(name: "Service", dependencies: ["Core", "Platform", "CSystemd"], swiftSettings: swiftSettings),
+        .target(name: "Service", dependencies: ["Core", "Platform", "Runtime", "CSystemd"], swiftSettings: swiftSettings),
         // `scangate doctor`: every configured device probed as `run` would use it.
         .target(name: "Doctor", dependencies: ["Core", "Platform", "Settings", "Config", "Components", "Catalog", "Camera",
                                                "Simulator", "Decoding", "Pipeline", "GPIO", "Sound", "SerialLine", "Serial",
@@ -124,7 +126,7 @@ let package = Package(
                                               "Soak", "CShim"],
                 path: "Sources/Tools/Bench", swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
-        .target(name: "App", dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator",
+        .target(name: "App", dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator",
                                             "Camera", "Decoding", "Debounce", "Pipeline", "Components",
                                             "Catalog", "Feedback", "Service", "Doctor", "StillImages", "Bench", "Soak", "Wiegand",
                                             "Credentials", "MQTT", "SerialLine", "CShim"],
@@ -132,7 +134,7 @@ let package = Package(
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
         .testTarget(name: "ScanGateTests",
-                    dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
+                    dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
                                    "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "OSDP", "Credentials", "MQTT", "DoorRelay"],

@@ -4,11 +4,11 @@ import Config
 import Core
 import Debounce
 import Decoding
-import Dispatch
 import Feedback
 import MQTT
 import Pipeline
 import Platform
+import Runtime
 import Service
 import Settings
 import Synchronization
@@ -89,6 +89,34 @@ final class Daemon: @unchecked Sendable {
         p?.stopForReload()
     }
 
+    /// What lives as long as the run: built once by `wire`, stopped once by `shutdown`.
+    private struct Wiring {
+        let components: [Component]
+        let notifier: ServiceNotifier
+        let watchdog: Watchdog?
+        let hub: FeedbackHub
+        let journal: JournalLogSink
+        let status: StatusBoard
+        let outputs: OutputSet
+        let telemetry: DaemonTelemetry
+        let services: DaemonServices
+        /// Started in order (services, journal, feedback, outputs), stopped in reverse with one deadline.
+        let group: ServiceGroup
+        let signals: SignalHandlers
+    }
+
+    /// What one pipeline run starts from; a reload replaces parts of it.
+    private struct RunState {
+        var source: FrameSource
+        var decoder: Decoder
+        var policies: [any ReadPolicy]
+        var debouncer: Debouncer
+        var sourceOpen = false
+        var firstSeq: UInt64 = 1
+        var outcome: Pipeline.Outcome = .finished
+        var endedOnItsOwn = false
+    }
+
     func run() -> Int32 {
         // zbar prints its own assertion reports on stdio's stderr: through the logger, at debug level.
         LibraryStderr.shared.route(to: logger)
@@ -97,15 +125,9 @@ final class Daemon: @unchecked Sendable {
         let components = Catalog.components(seams, fleet: FleetHooks(
             state: { telemetryBox.fleetState() }, commands: DaemonCommands(daemon: self)))
         // Everything that can be refused is checked before any device is opened.
-        var source: FrameSource
-        var decoder: Decoder
-        var policies: [any ReadPolicy]
+        var run: RunState
         do {
-            // The checks check-config and doctor make, first and alike; then what opens files and devices.
-            try Catalog.check(settings, components: components)
-            source = try SourceFactory.make(settings.capture, logger: logger)
-            decoder = try ZbarDecoder.makeForStream(settings: settings.decoder)
-            policies = try Catalog.policies(settings, logger: logger)
+            run = try prepare(settings, components: components, debouncer: Debouncer(settings: settings.debounce))
         } catch {
             return usageError(Configuration.explain("\(error)", configPath: configPath, flagAssignments: flags))
         }
@@ -117,8 +139,37 @@ final class Daemon: @unchecked Sendable {
         case .failure(let refusal): return usageError(refusal.message)
         }
         defer { locks.forEach { $0.release() } }
-        decoder = FaultInjection.wrap(decoder, logger: logger)
+        run.decoder = FaultInjection.wrap(run.decoder, logger: logger)
+        let wiring = wire(components, camera: run.source.name, telemetryBox: telemetryBox)
+        do {
+            try wiring.signals.start()
+        } catch {
+            logger.error("cannot start the signal thread: \(error)")
+            return ExitCode.failure.rawValue
+        }
+        logger.info("scangate \(ScanGateCommand.version): reading \(run.source.name)")
+        do {
+            try wiring.group.start()
+        } catch {
+            wiring.signals.cancel()
+            return usageError("\(error)")
+        }
+        wiring.services.apply(settings.service)
+        reloadLoop(&run, wiring)
+        shutdown(run, wiring)
+        return exitCode(run.outcome)
+    }
 
+    /// The checks check-config and doctor make, first and alike; then what opens files and devices.
+    private func prepare(_ settings: RunSettings, components: [Component], debouncer: Debouncer) throws -> RunState {
+        try Catalog.check(settings, components: components)
+        return RunState(source: try SourceFactory.make(settings.capture, logger: logger),
+                        decoder: try ZbarDecoder.makeForStream(settings: settings.decoder),
+                        policies: try Catalog.policies(settings, logger: logger), debouncer: debouncer)
+    }
+
+    /// Builds what lives as long as the run and the signal handlers over it; opens no device yet.
+    private func wire(_ components: [Component], camera: String, telemetryBox: TelemetryBox) -> Wiring {
         let notifier = ServiceNotifier(logger: logger)
         let watchdog = Watchdog.make(notifier: notifier, logger: logger)
         let hub = FeedbackHub(settings: settings.feedback, logger: logger)
@@ -126,140 +177,141 @@ final class Daemon: @unchecked Sendable {
         let status = StatusBoard(logger: logger, observers: [hub, notifier, journal] + (watchdog.map { [$0] } ?? []))
         let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status))
         status.addObserver(outputs)
-        let telemetry = DaemonTelemetry(status: status, camera: source.name, outputs: { outputs.outputs })
+        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs })
         telemetryBox.set(telemetry)
         let services = DaemonServices(logger: logger, telemetry: telemetry)
+        // Feedback devices before the outputs: a door output's inputs (the Wiegand panel's LED and beeper
+        // wires, an OSDP panel's first LED command) may speak as soon as the output starts.
+        let group = ServiceGroup([
+            AnyService("status socket and metrics", stop: { _ in services.close() }),
+            AnyService("journal", stop: { journal.close(deadline: $0) }),
+            AnyService("feedback", start: { [self] in installFeedback(components, hub, from: nil, to: settings) },
+                       stop: { hub.close(deadline: $0) }, forceInactive: { hub.forceInactive() }),
+            AnyService("outputs", start: { [self] in try outputs.start(settings) },
+                       stop: { outputs.close(deadline: $0) }, forceInactive: { outputs.forceInactive() }),
+        ], logger: logger)
+        let wiring = Wiring(components: components, notifier: notifier, watchdog: watchdog, hub: hub, journal: journal,
+                            status: status, outputs: outputs, telemetry: telemetry, services: services, group: group,
+                            signals: SignalHandlers())
+        handleSignals(wiring)
+        return wiring
+    }
 
-        let signals = SignalHandlers()
-        signals.on([SIGINT, SIGTERM]) { [self] sig in
+    private func handleSignals(_ wiring: Wiring) {
+        wiring.signals.on([SIGINT, SIGTERM]) { [self] sig in
             let timeout = stopTimeoutMs.load(ordering: .relaxed)
             logger.notice("signal \(sig == SIGINT ? "SIGINT" : "SIGTERM"): stopping (within \(timeout) ms)")
             requestStop()
             deadline.arm(milliseconds: timeout, logger: logger) {
-                outputs.forceInactive()
-                hub.forceInactive()
-                services.lastWord()
+                wiring.group.forceInactive()
+                wiring.services.lastWord()
             }
         }
-        signals.on([SIGUSR1]) { [self] _ in setPaused(!isPaused) }
-        signals.on([SIGHUP]) { [self] _ in requestReload(from: "signal SIGHUP") }
-        do {
-            try signals.start()
-        } catch {
-            logger.error("cannot start the signal thread: \(error)")
-            return ExitCode.failure.rawValue
-        }
+        wiring.signals.on([SIGUSR1]) { [self] _ in setPaused(!isPaused) }
+        wiring.signals.on([SIGHUP]) { [self] _ in requestReload(from: "signal SIGHUP") }
+    }
 
-        logger.info("scangate \(ScanGateCommand.version): reading \(source.name)")
-        // Feedback devices first: a door output's inputs (the Wiegand panel's LED and beeper wires, an
-        // OSDP panel's first LED command) may speak as soon as the output starts.
-        installFeedback(components, hub, from: nil, to: settings)
-        do {
-            try outputs.start(settings)
-        } catch {
-            hub.close(deadline: .now().adding(milliseconds: 2000))
-            signals.cancel()
-            return usageError("\(error)")
-        }
-        services.apply(settings.service)
-
-        var sourceOpen = false
-        var firstSeq: UInt64 = 1
-        var debouncer = Debouncer(settings: settings.debounce)
-        var outcome: Pipeline.Outcome = .finished
-        var endedOnItsOwn = false
+    /// Runs the pipeline until it ends for good; a reload that loads rebuilds what changed and runs again.
+    private func reloadLoop(_ run: inout RunState, _ wiring: Wiring) {
         while true {
-            var options = Pipeline.Options()
-            options.oneshot = settings.oneshot
-            options.maxFrames = settings.capture.maxFrames
-            options.sourceAlreadyOpen = sourceOpen
-            options.firstSeq = firstSeq
-            let dispatcher = ReadDispatcher(policies: policies, doors: outputs.doors,
-                                            reports: outputs.reports + [journal, telemetry], feedback: hub)
-            let pipeline = Pipeline(source: source, decoder: decoder, debouncer: debouncer, dispatcher: dispatcher,
-                                    status: status, logger: logger, options: options,
-                                    onFrameDecoded: { _, ms in
-                                        watchdog?.progress()
-                                        telemetry.frameDecoded(milliseconds: ms)
-                                    })
-            telemetry.running(pipeline)
-            let (terminating, paused, reloadWaiting) = control.withLock { c in
-                c.pipeline = pipeline
-                return (c.terminating, c.paused, c.reloadRequested)
-            }
-            if terminating { pipeline.stopForSignal() }
-            // Asked for while the last reload was being carried out: this run is the old configuration.
-            else if reloadWaiting { pipeline.stopForReload() }
-            if paused { pipeline.setPaused(true) }
-            outcome = pipeline.run()
-            telemetry.ended(pipeline)
-            let reload = control.withLock { c in
-                c.pipeline = nil
-                defer { c.reloadRequested = false }
-                return c.reloadRequested && !c.terminating
-            }
-            // A reload ends one pipeline run, not the daemon: say so, so it does not read like a crash.
-            let counts = "\(pipeline.stats.captured) frames captured, \(pipeline.stats.decoded) decoded, "
-                + "\(pipeline.droppedFrames) dropped, \(pipeline.stats.reported) codes reported"
-            if reload && outcome == .finished {
-                logger.info("reloading the configuration (this run: \(counts))")
-            } else {
-                logger.info("stopped: \(counts)")
-            }
-            sourceOpen = pipeline.sourceLeftOpen
-            endedOnItsOwn = !pipeline.wasSignalled
-            guard reload, outcome == .finished else { break }
-
-            notifier.reloading()
+            let (pipeline, reload) = runPipeline(&run, wiring)
+            guard reload, run.outcome == .finished else { return }
+            wiring.notifier.reloading()
             let carry = pipeline.carryOver
-            firstSeq = carry.nextSeq
-            let new: RunSettings
-            var newSource: FrameSource?
+            run.firstSeq = carry.nextSeq
             do {
-                new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
-                try Catalog.check(new, components: components)
-                policies = try Catalog.policies(new, logger: logger)
-                decoder = try ZbarDecoder.makeForStream(settings: new.decoder)
-                if new.capture != settings.capture { newSource = try SourceFactory.make(new.capture, logger: logger) }
+                try reconfigure(&run, wiring, carry: carry)
             } catch {
                 logger.error("reload failed, keeping the running configuration: \(error)")
-                notifier.ready()
-                continue
             }
-            if let newSource {
-                logger.notice("camera settings changed: reopening \(new.capture.camera)")
-                if sourceOpen { source.close() }
-                sourceOpen = false
-                source = newSource
-            } else {
-                logger.notice("camera settings unchanged: the stream stays open")
-            }
-            debouncer = new.debounce == settings.debounce ? carry.debouncer : Debouncer(settings: new.debounce)
-            outputs.reconfigure(from: settings, to: new)
-            installFeedback(components, hub, from: settings, to: new)
-            services.apply(new.service)
-            hub.settings = new.feedback
-            settings = new
-            stopTimeoutMs.store(new.service.stopTimeoutMs, ordering: .relaxed)
-            logger.level = new.logLevel
-            logger.notice("reloaded: \(configPath.map { "defaults, then \($0)" } ?? "defaults and flags"); scanning")
-            notifier.ready()
+            wiring.notifier.ready()
         }
+    }
 
+    /// One pipeline run over the outputs: returns the pipeline and whether a reload ended it.
+    private func runPipeline(_ run: inout RunState, _ wiring: Wiring) -> (Pipeline, reload: Bool) {
+        var options = Pipeline.Options()
+        options.oneshot = settings.oneshot
+        options.maxFrames = settings.capture.maxFrames
+        options.sourceAlreadyOpen = run.sourceOpen
+        options.firstSeq = run.firstSeq
+        let dispatcher = ReadDispatcher(policies: run.policies, doors: wiring.outputs.doors,
+                                        reports: wiring.outputs.reports + [wiring.journal, wiring.telemetry], feedback: wiring.hub)
+        let telemetry = wiring.telemetry, watchdog = wiring.watchdog
+        let pipeline = Pipeline(source: run.source, decoder: run.decoder, debouncer: run.debouncer, dispatcher: dispatcher,
+                                status: wiring.status, logger: logger, options: options,
+                                onFrameDecoded: { _, ms in
+                                    watchdog?.progress()
+                                    telemetry.frameDecoded(milliseconds: ms)
+                                })
+        telemetry.running(pipeline)
+        let (terminating, paused, reloadWaiting) = control.withLock { c in
+            c.pipeline = pipeline
+            return (c.terminating, c.paused, c.reloadRequested)
+        }
+        if terminating { pipeline.stopForSignal() }
+        // Asked for while the last reload was being carried out: this run is the old configuration.
+        else if reloadWaiting { pipeline.stopForReload() }
+        if paused { pipeline.setPaused(true) }
+        run.outcome = pipeline.run()
+        telemetry.ended(pipeline)
+        let reload = control.withLock { c in
+            c.pipeline = nil
+            defer { c.reloadRequested = false }
+            return c.reloadRequested && !c.terminating
+        }
+        // A reload ends one pipeline run, not the daemon: say so, so it does not read like a crash.
+        let counts = "\(pipeline.stats.captured) frames captured, \(pipeline.stats.decoded) decoded, "
+            + "\(pipeline.droppedFrames) dropped, \(pipeline.stats.reported) codes reported"
+        logger.info(reload && run.outcome == .finished ? "reloading the configuration (this run: \(counts))" : "stopped: \(counts)")
+        run.sourceOpen = pipeline.sourceLeftOpen
+        run.endedOnItsOwn = !pipeline.wasSignalled
+        return (pipeline, reload)
+    }
+
+    /// Reads the configuration again and moves to it: the camera is reopened only when its settings
+    /// changed, each output and feedback device only when its own did. Throws (nothing changed) when
+    /// the new configuration does not load.
+    private func reconfigure(_ run: inout RunState, _ wiring: Wiring, carry: (nextSeq: UInt64, debouncer: Debouncer)) throws {
+        let new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
+        try Catalog.check(new, components: wiring.components)
+        let policies = try Catalog.policies(new, logger: logger)
+        let decoder = try ZbarDecoder.makeForStream(settings: new.decoder)
+        let newSource = new.capture == settings.capture ? nil : try SourceFactory.make(new.capture, logger: logger)
+        run.policies = policies
+        run.decoder = decoder
+        if let newSource {
+            logger.notice("camera settings changed: reopening \(new.capture.camera)")
+            if run.sourceOpen { run.source.close() }
+            run.sourceOpen = false
+            run.source = newSource
+        } else {
+            logger.notice("camera settings unchanged: the stream stays open")
+        }
+        run.debouncer = new.debounce == settings.debounce ? carry.debouncer : Debouncer(settings: new.debounce)
+        wiring.outputs.reconfigure(from: settings, to: new)
+        installFeedback(wiring.components, wiring.hub, from: settings, to: new)
+        wiring.services.apply(new.service)
+        wiring.hub.settings = new.feedback
+        settings = new
+        stopTimeoutMs.store(new.service.stopTimeoutMs, ordering: .relaxed)
+        logger.level = new.logLevel
+        logger.notice("reloaded: \(configPath.map { "defaults, then \($0)" } ?? "defaults and flags"); scanning")
+    }
+
+    /// Lets started feedback finish when the run ended on its own, then stops everything in reverse
+    /// order by one deadline.
+    private func shutdown(_ run: RunState, _ wiring: Wiring) {
         // Ending on its own (end of replay, --oneshot, --max-frames): let started feedback finish.
-        if endedOnItsOwn { hub.waitUntilIdle(deadline: .now().adding(milliseconds: 1500)) }
-        status.setCapture(.stopping)
+        if run.endedOnItsOwn { wiring.hub.waitUntilIdle(deadline: .now().adding(milliseconds: 1500)) }
+        wiring.status.setCapture(.stopping)
         let closeBy = MonotonicInstant.now().adding(milliseconds: Double(min(2000, settings.service.stopTimeoutMs)))
-        outputs.close(deadline: closeBy)
-        hub.close(deadline: closeBy)
-        journal.close(deadline: closeBy)
-        services.close()
-        if sourceOpen { source.close() }
-        signals.cancel()
-        watchdog?.close()
-        notifier.close()
+        wiring.group.stop(deadline: closeBy)
+        if run.sourceOpen { run.source.close() }
+        wiring.signals.cancel()
+        wiring.watchdog?.close()
+        wiring.notifier.close()
         deadline.finished()
-        return exitCode(outcome)
     }
 
     /// Builds, rebuilds or removes each feedback device whose settings changed (all of them at start).
@@ -389,30 +441,31 @@ final class DaemonCommands: MQTTCommandHandler, @unchecked Sendable {
 /// by then (a thread stuck in a blocking call), it drives every output inactive and ends the process
 /// with status 0, as a stop that systemd asked for.
 final class ShutdownDeadline: Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let state = PosixMutex<(armed: Bool, thread: PosixThread?)>((false, nil))
+    private let state = PosixMutex<(armed: Bool, finished: Bool, timer: Worker<Never>?)>((false, false, nil))
 
     func arm(milliseconds: Int, logger: Logger, emergency: @escaping @Sendable () -> Void) {
-        let first = state.withLock { s -> Bool in
-            defer { s.armed = true }
-            return !s.armed
+        let until = MonotonicInstant.now().adding(milliseconds: Double(milliseconds))
+        state.withLock { s in
+            guard !s.armed, !s.finished else { return }
+            s.armed = true
+            s.timer = try? Worker<Never>(name: "scangate-stop", capacity: 1, overflow: .refuse) { inbox in
+                while !inbox.isStopping {
+                    guard !inbox.wait(until: until), MonotonicInstant.now() >= until else { continue }
+                    logger.error("shutdown did not finish within \(milliseconds) ms (stop-timeout-ms): a thread is stuck "
+                                 + "in a blocking call; outputs driven inactive, exiting")
+                    emergency()
+                    _exit(0)
+                }
+            }
         }
-        guard first else { return }
-        let done = self.done
-        let thread = try? PosixThread(name: "scangate-stop") {
-            guard done.wait(timeout: .now() + .milliseconds(milliseconds)) == .timedOut else { return }
-            logger.error("shutdown did not finish within \(milliseconds) ms (stop-timeout-ms): a thread is stuck "
-                         + "in a blocking call; outputs driven inactive, exiting")
-            emergency()
-            _exit(0)
-        }
-        state.withLock { $0.thread = thread }
     }
 
     /// The daemon finished in time: the deadline thread ends.
     func finished() {
-        done.signal()
-        let thread = state.withLock { $0.thread }
-        thread?.join()
+        let timer = state.withLock { s -> Worker<Never>? in
+            s.finished = true
+            return s.timer
+        }
+        timer?.stop(deadline: .now().adding(milliseconds: 1000))
     }
 }

@@ -1,6 +1,7 @@
 import Core
 import Dispatch
 import Platform
+import Runtime
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -188,8 +189,7 @@ public final class MetricsTextfile: Sendable {
     public let path: String
     public let intervalSeconds: Double
     private let writer: Writer
-    private let stop = DispatchSemaphore(value: 0)
-    private let thread: PosixMutex<PosixThread?>
+    private let timer: PosixMutex<Worker<Never>?>
     private let closed = Atomic<Bool>(false)
 
     public static let defaultPath = "/var/lib/prometheus/node-exporter/scangate.prom"
@@ -271,16 +271,17 @@ public final class MetricsTextfile: Sendable {
                 provider: @escaping @Sendable () -> MetricsSnapshot, logger: Logger) throws(SystemError) {
         self.path = path
         self.intervalSeconds = max(0.05, intervalSeconds)
-        self.thread = PosixMutex(nil)
+        self.timer = PosixMutex(nil)
         guard path.hasSuffix(".prom") else {
             throw SystemError("metrics-textfile (the name must end in .prom for the collector)", path, .invalidArgument)
         }
         let writer = Writer(path: path, provider: provider, logger: logger)
         self.writer = writer
         try writer.write(provider())
-        let stop = self.stop, interval = self.intervalSeconds
-        let t = try PosixThread(name: "metrics-file") {
-            while stop.wait(timeout: .now() + .milliseconds(Int(interval * 1000))) == .timedOut {
+        let interval = UInt64(self.intervalSeconds * 1e9)
+        let t = try Worker<Never>(name: "metrics-file", capacity: 1, overflow: .refuse) { inbox in
+            while !inbox.isStopping {
+                guard !inbox.wait(nanoseconds: interval) else { continue }
                 do {
                     try writer.write(writer.provider())
                 } catch {
@@ -288,7 +289,7 @@ public final class MetricsTextfile: Sendable {
                 }
             }
         }
-        thread.withLock { $0 = t }
+        timer.withLock { $0 = t }
     }
 
     deinit { close() }
@@ -315,8 +316,8 @@ public final class MetricsTextfile: Sendable {
     /// Stops the thread and leaves a last file with scangate_up 0. Once.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        stop.signal()
-        thread.withLock { $0 }?.join()
+        // A write stuck on the disk is left after 2 s; the last file below waits for it (one write at a time).
+        timer.withLock { $0 }?.stop(deadline: .now().adding(milliseconds: 2000))
         var last = writer.provider()
         last.up = false
         do {

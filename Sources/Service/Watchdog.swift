@@ -1,6 +1,6 @@
 import Core
-import Dispatch
 import Platform
+import Runtime
 import Synchronization
 
 /// The systemd watchdog (WatchdogSec=): sends WATCHDOG=1 every half interval, but only while the
@@ -18,7 +18,7 @@ public final class Watchdog: StatusObserver, @unchecked Sendable {
     private let logger: Logger
     private let frames = Atomic<UInt64>(0)
     private let tickCount = Atomic<UInt64>(0)
-    private var thread: PosixThread?
+    private var timer: Worker<Never>?
 
     private struct State {
         var status: DaemonStatus = .starting
@@ -27,7 +27,6 @@ public final class Watchdog: StatusObserver, @unchecked Sendable {
         var started = false
     }
     /// Signalled by `close()` to end the timer loop.
-    private let stop = DispatchSemaphore(value: 0)
     private let state = PosixMutex(State())
 
     /// A running watchdog when systemd asked for one (WATCHDOG_USEC for this process), else nil.
@@ -63,9 +62,9 @@ public final class Watchdog: StatusObserver, @unchecked Sendable {
         }) else { return }
         let periodNanoseconds = Int(clamping: max(intervalMicroseconds / 2, 1000) * 1000)
         do {
-            thread = try PosixThread(name: "scangate-watchdog") { [self] in
-                while stop.wait(timeout: .now() + .nanoseconds(periodNanoseconds)) == .timedOut {
-                    tick()
+            timer = try Worker<Never>(name: "scangate-watchdog", capacity: 1, overflow: .refuse) { [self] inbox in
+                while !inbox.isStopping {
+                    if !inbox.wait(nanoseconds: UInt64(periodNanoseconds)) { tick() }
                 }
             }
         } catch {
@@ -124,9 +123,8 @@ public final class Watchdog: StatusObserver, @unchecked Sendable {
             return s.started
         }
         if running {
-            stop.signal()
-            thread?.join()
-            thread = nil
+            timer?.stop(deadline: .now().adding(milliseconds: 1000))
+            timer = nil
         }
     }
 }

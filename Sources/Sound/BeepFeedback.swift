@@ -1,6 +1,6 @@
 import Core
-import Dispatch
 import Platform
+import Runtime
 import Settings
 
 /// The ALSA beep as a feedback device: grant plays the good pattern, deny the error pattern, the read
@@ -13,10 +13,8 @@ public final class BeepFeedback: FeedbackDevice {
     public let name = "beep"
     public let settings: BeepSettings
     private let logger: Logger
-    private let mailbox = BeepMailbox()
-    private let finished = DispatchSemaphore(value: 0)
-    private let closed = PosixMutex(false)
-    private let thread: PosixThread?
+    /// At most one request waits: a newer one replaces it (no backlog).
+    private let worker: Worker<BeepRequest>?
 
     /// The device for `scangate run`: nil when `--beep` was not given.
     public static func make(settings: BeepSettings, logger: Logger) -> BeepFeedback? {
@@ -33,18 +31,14 @@ public final class BeepFeedback: FeedbackDevice {
                 configuration: ALSAConfiguration? = nil, retryBackoffMilliseconds: Double = 2_000) {
         self.settings = settings
         self.logger = logger
-        let mailbox = self.mailbox
-        let finished = self.finished
         do {
-            thread = try PosixThread(name: "scangate-beep") {
+            worker = try Worker(name: "scangate-beep", capacity: 1, overflow: .dropOldest) { inbox in
                 BeepPlayer(settings: settings, logger: logger, calls: calls, configuration: configuration,
-                           mailbox: mailbox, retryBackoffMilliseconds: retryBackoffMilliseconds).run()
-                finished.signal()
+                           inbox: inbox, retryBackoffMilliseconds: retryBackoffMilliseconds).run()
             }
         } catch {
             logger.error("beep: cannot start the playback thread: \(error); beeps are off")
-            thread = nil
-            finished.signal()
+            worker = nil
         }
     }
 
@@ -52,7 +46,7 @@ public final class BeepFeedback: FeedbackDevice {
         switch request {
         case .grant: post(settings.good.map { .once($0.tones) })
         case .deny: post(settings.error.map { .once($0.tones) })
-        case .readCue: if let cue = settings.cue { mailbox.post(.once(cue.tones)) }
+        case .readCue: if let cue = settings.cue { post(.once(cue.tones)) }
         case .command(let command):
             guard let tone = command.tone else { return }
             post(BeepProgram.from(tone, hertz: settings.toneHertz))
@@ -61,30 +55,28 @@ public final class BeepFeedback: FeedbackDevice {
 
     /// Plays `program`, or (nil) stops what plays.
     private func post(_ program: BeepProgram?) {
-        if let program { mailbox.post(program) } else { mailbox.postSilence() }
+        worker?.post(program.map { .play($0) } ?? .silence)
     }
 
     public func waitUntilIdle(deadline: MonotonicInstant) -> Bool {
-        mailbox.waitUntilIdle(deadline: deadline)
+        worker?.drain(deadline: deadline) ?? true
     }
 
     /// Stops a beep in progress (a short fade, at most the device buffer plays out) and closes the
     /// device, waiting until `deadline`. Calling it again does nothing.
     public func close(deadline: MonotonicInstant) {
-        let first = closed.withLock { wasClosed in
-            defer { wasClosed = true }
-            return !wasClosed
-        }
-        guard first else { return }
-        mailbox.requestClose()
-        let ms = max(0, deadline.milliseconds(since: .now()))
-        if finished.wait(timeout: .now() + .milliseconds(Int(ms.rounded(.up)))) == .timedOut {
+        guard let worker, !worker.isStopping else { return }
+        if !worker.stop(deadline: deadline) {
             logger.warning("beep: playback on ALSA device \(settings.device) did not stop in time; "
                            + "the device is closed when it does")
-            return
         }
-        thread?.join()
     }
 
     deinit { close(deadline: .now().adding(milliseconds: 2000)) }
+}
+
+/// What the beep's thread is asked for: a program to play, or silence (stop what plays).
+enum BeepRequest: Equatable, Sendable {
+    case play(BeepProgram)
+    case silence
 }

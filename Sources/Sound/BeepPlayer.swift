@@ -1,9 +1,10 @@
 import Core
 import Platform
+import Runtime
 import Settings
 
 /// The playback loop on the beep's own thread; sole owner of the PCM. Opens the device at start, plays
-/// each program taken from the mailbox, stops a beep early (5 ms fade, then the short buffer drains) when a
+/// each program taken from its worker's mailbox, stops a beep early (5 ms fade, then the short buffer drains) when a
 /// newer one or a close arrives, and closes the device at the end. A device that cannot be opened or
 /// fails is closed, logged (rate-limited) and tried again at the first beep after a backoff.
 final class BeepPlayer {
@@ -11,7 +12,7 @@ final class BeepPlayer {
     private let logger: Logger
     private let calls: any ALSACalls
     private let configuration: ALSAConfiguration?
-    private let mailbox: BeepMailbox
+    private let inbox: WorkerInbox<BeepRequest>
 
     private var device: PCMDevice?
     private var rendered: [BeepProgram: [Int16]] = [:]
@@ -27,28 +28,24 @@ final class BeepPlayer {
     static let drainBoundMilliseconds: Double = 250
 
     init(settings: BeepSettings, logger: Logger, calls: any ALSACalls, configuration: ALSAConfiguration?,
-         mailbox: BeepMailbox, retryBackoffMilliseconds: Double) {
+         inbox: WorkerInbox<BeepRequest>, retryBackoffMilliseconds: Double) {
         self.settings = settings
         self.logger = logger
         self.calls = calls
         self.configuration = configuration
-        self.mailbox = mailbox
+        self.inbox = inbox
         self.initialBackoffMilliseconds = retryBackoffMilliseconds
         self.backoffMilliseconds = retryBackoffMilliseconds
     }
 
-    /// Runs until the mailbox says close; the device is closed when this returns.
+    /// Runs until the worker stops (a stop wins over anything pending); the device is closed when this returns.
     func run() {
         _ = openIfDue()
-        loop: while true {
-            switch mailbox.take() {
-            case .close: break loop
-            case .nothing: mailbox.waitForNews()
-            case .silence: mailbox.finishedPlaying()
-            case .play(let program):
-                if openIfDue(), let device { play(program, on: device) }
-                mailbox.finishedPlaying()
-            }
+        while true {
+            let next = inbox.next()
+            if inbox.isStopping { break }
+            guard case .message(.play(let program)) = next else { continue }   // silence: the beep was cut
+            if openIfDue(), let device { play(program, on: device) }
         }
         closeDevice()
     }
@@ -132,7 +129,7 @@ final class BeepPlayer {
         let underrunsBefore = device.underruns
         do throws(ALSAError) {
             while position < end {
-                if !cut && mailbox.hasNews {
+                if !cut && inbox.hasNews {
                     cut = true
                     end = min(end, position + fade)
                     ToneSynthesizer.fadeOut(&samples, position..<end)

@@ -1,7 +1,7 @@
 import Core
-import Dispatch
 import GPIO
 import Platform
+import Runtime
 import Settings
 
 /// Timings that are not user settings; tests and doctor shorten or lengthen them.
@@ -31,9 +31,8 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
     private let runtime: DoorRelayRuntime
     private let logger: Logger
     private let line: PosixMutex<RelayLine>
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    private let thread = PosixMutex<PosixThread?>(nil)
+    /// The relay thread: woken for each request, it reads `state` (the latest request replaces the last).
+    private let worker = PosixMutex<Worker<Never>?>(nil)
 
     private struct State {
         /// The latest accepted read not yet taken up by the thread (when it was offered).
@@ -48,7 +47,6 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         var lastError: String?
         var lastErrorAt: Int64?
         var nextRetry: MonotonicInstant?
-        var closing = false
         /// Set by forceInactive: the line is never driven active again.
         var forced = false
         var pulses: UInt64 = 0
@@ -72,8 +70,9 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         self.line = PosixMutex(RelayLine(calls: calls, chip: chip, line: spec, activeLow: settings.activeLow))
         openLine(at: .now())
         do {
-            let started = try PosixThread(name: "scangate-relay") { [self] in run() }
-            thread.withLock { $0 = started }
+            let started = try Worker<Never>(name: "scangate-relay", capacity: 1, overflow: .refuse,
+                                            forceInactive: { [weak self] in self?.forceInactive() }) { [self] inbox in run(inbox) }
+            worker.withLock { $0 = started }
         } catch {
             line.withLock { _ = $0.close() }
             throw error
@@ -91,8 +90,9 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         }
         let now = MonotonicInstant.now()
         let age = now.milliseconds(since: event.emittedAt)
+        let closing = worker.withLock { $0?.isStopping ?? true }
         let refusal: String? = state.withLock { s in
-            if s.closing || s.forced { s.refused += 1; return "the door relay is closing" }
+            if closing || s.forced { s.refused += 1; return "the door relay is closing" }
             guard s.lineUp else {
                 s.refused += 1
                 return "door relay line not available: \(s.lineError ?? "not opened yet")"
@@ -105,7 +105,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
             return nil
         }
         if let refusal { return .refused(reason: refusal) }
-        wake.signal()
+        worker.withLock { $0 }?.wake()
         return .taken
     }
 
@@ -139,19 +139,9 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
     /// Ends a pulse in progress (the door shuts now), drives the line inactive, releases it. Returns by
     /// `deadline`; if the relay thread has not finished by then, the line is driven inactive from here.
     public func close(deadline: MonotonicInstant) {
-        let first = state.withLock { s -> Bool in
-            defer { s.closing = true }
-            return !s.closing
-        }
-        wake.signal()
-        guard first else { return }
-        let remaining = max(0, deadline.milliseconds(since: .now()))
-        if finished.wait(timeout: .now() + .milliseconds(Int(remaining.rounded(.up)))) == .success {
-            let t = thread.withLock { t -> PosixThread? in defer { t = nil }; return t }
-            t?.join()
-        } else {
+        guard let worker = worker.withLock({ $0 }), !worker.isStopping else { return }
+        if !worker.stop(deadline: deadline) {
             logger.error("door relay: its thread did not finish by the close deadline; driving the line inactive from here")
-            forceInactive()
         }
     }
 
@@ -185,7 +175,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
 
     // MARK: the relay thread
 
-    private func run() {
+    private func run(_ inbox: WorkerInbox<Never>) {
         defer {
             line.withLock { l in
                 if let e = l.close() { logger.warning("door relay: driving \(l.title) inactive at close failed: \(e)") }
@@ -196,12 +186,12 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
                 s.until = nil
                 s.request = nil
             }
-            finished.signal()
         }
         while true {
             let now = MonotonicInstant.now()
             // What the line should do now.
-            let (closing, retryDue, want, startLate) = state.withLock { s -> (Bool, Bool, Bool, Double?) in
+            let closing = inbox.isStopping
+            let (retryDue, want, startLate) = state.withLock { s -> (Bool, Bool, Double?) in
                 var late: Double?
                 if let r = s.request {
                     s.request = nil
@@ -216,7 +206,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
                 }
                 if let until = s.until, now >= until { s.until = nil }
                 let due = !s.lineUp && (s.nextRetry.map { now >= $0 } ?? false)
-                return (s.closing, due, s.until != nil && !s.forced && !s.closing, late)
+                return (due, s.until != nil && !s.forced && !closing, late)
             }
             if closing { return }
             if let startLate {
@@ -228,12 +218,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
             let wakeAt = state.withLock { s -> MonotonicInstant? in
                 [s.until, s.lineUp ? nil : s.nextRetry].compactMap { $0 }.min()
             }
-            if let wakeAt {
-                let ms = max(0, wakeAt.milliseconds(since: .now()))
-                _ = wake.wait(timeout: .now() + .microseconds(Int((ms * 1000).rounded(.up))))
-            } else {
-                wake.wait()
-            }
+            inbox.wait(until: wakeAt)
         }
     }
 

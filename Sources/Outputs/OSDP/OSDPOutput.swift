@@ -1,15 +1,16 @@
 import Core
 import Platform
+import Runtime
 import SerialLine
 import Settings
 
 /// ScanGate as an OSDP reader: the door output that answers a panel's polls on a serial line.
 ///
-/// Owns the `SerialPort` and one `PosixThread` (the link thread, "osdp-link"). That thread alone owns
+/// Owns the `SerialPort` and one `Worker` (the link thread, "osdp-link"). That thread alone owns
 /// the PD state machine (`OSDPPeripheral`): it reads the line, feeds the bytes in, writes each reply
 /// (bounded by a write deadline), switches address and speed after an osdp_COM reply is on the wire,
 /// reopens a port that vanished (backoff 100 ms doubling to 5 s) and closes the port at `close`. It never
-/// waits on the decode queue: `offer` only appends to a small locked inbox that the thread drains before
+/// waits on the decode queue: `offer` only posts to the worker's mailbox, which the thread drains before
 /// each command, so a poll is answered in well under the spec's 200 ms while a frame is being decoded.
 ///
 /// The panel's LED and buzzer commands go to `feedback` as `.command(...)` with origin "osdp"; the
@@ -17,10 +18,12 @@ import Settings
 public final class OSDPOutput: DoorOutput, HealthReporting {
     public let name = "osdp"
     private let settings: OSDPSettings
-    private let shared: OSDPShared
+    /// Reads waiting for the panel's next poll; far more than a reader produces between two polls.
+    static let mailboxCapacity = 256
+    private let healthState: PosixMutex<ComponentHealth>
     private let logger: Logger
     private let wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)?
-    private let thread: PosixThread
+    private let worker: Worker<OSDPCardRead>
 
     /// Builds the PD from the settings, the key file and the state file (errors name the file or option),
     /// and starts the link thread. A port that cannot be opened now is logged and retried in the
@@ -63,13 +66,13 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         self.settings = settings
         self.logger = logger
         self.wiegandBits = wiegandBits
-        let shared = OSDPShared(health: ComponentHealth(name: "osdp", state: .down, detail: "\(device): not open yet"))
-        self.shared = shared
-        let worker = OSDPLinkWorker(device: device, settings: settings, baud: startup.configuration.baud,
-                                    peripheral: peripheral, shared: shared, feedback: feedback,
-                                    linkObserver: linkObserver, logger: logger, system: system, clock: clock)
+        let health = PosixMutex(ComponentHealth(name: "osdp", state: .down, detail: "\(device): not open yet"))
+        self.healthState = health
+        let link = OSDPLink(device: device, settings: settings, baud: startup.configuration.baud,
+                            peripheral: peripheral, health: health, feedback: feedback,
+                            linkObserver: linkObserver, logger: logger, system: system, clock: clock)
         do throws(SystemError) {
-            thread = try PosixThread(name: "osdp-link") { worker.run() }
+            worker = try Worker(name: "osdp-link", capacity: Self.mailboxCapacity, overflow: .refuse) { inbox in link.run(inbox) }
         } catch {
             throw UsageError("osdp: cannot start the link thread: \(error)")
         }
@@ -98,20 +101,20 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
                 read = .wiegand(seq: event.seq, bits: bits, emittedAt: event.emittedAt)
             }
         }
-        guard shared.offer(read) else { return .refused(reason: "osdp: the output is closing") }
-        return .taken
+        switch worker.post(read) {
+        case .queued, .queuedDroppingOldest: return .taken
+        case .full: return .refused(reason: "osdp: \(Self.mailboxCapacity) reads already wait for the panel's poll")
+        case .stopping: return .refused(reason: "osdp: the output is closing")
+        }
     }
 
-    public var health: ComponentHealth { shared.health }
+    public var health: ComponentHealth { healthState.withLock { $0 } }
 
     /// Stops the link thread (it answers nothing more), closes the port and drops reads still waiting
     /// (logged). Returns by `deadline` even if the thread is stuck in a driver call.
     public func close(deadline: MonotonicInstant) {
-        guard shared.requestStop() else { return }
-        while !shared.finished && MonotonicInstant.now() < deadline { sleepThread(milliseconds: 2) }
-        if shared.finished {
-            thread.join()
-        } else {
+        guard !worker.isStopping else { return }
+        if !worker.stop(deadline: deadline) {
             logger.warning("osdp: the link thread did not stop by the close deadline; leaving it")
         }
     }
@@ -119,59 +122,16 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
     deinit { close(deadline: MonotonicInstant.now().adding(milliseconds: 1000)) }
 }
 
-/// What the decode queue, health readers and the link thread share, behind one lock.
-final class OSDPShared: Sendable {
-    private struct State {
-        var inbox: [OSDPCardRead] = []
-        var stopping = false
-        var finished = false
-        var health: ComponentHealth
-    }
-    private let state: PosixMutex<State>
-
-    init(health: ComponentHealth) { state = PosixMutex(State(health: health)) }
-
-    /// False once closing began.
-    func offer(_ read: OSDPCardRead) -> Bool {
-        state.withLock { s in
-            guard !s.stopping else { return false }
-            s.inbox.append(read)
-            return true
-        }
-    }
-
-    func takeInbox() -> [OSDPCardRead] {
-        state.withLock { s in
-            defer { s.inbox.removeAll() }
-            return s.inbox
-        }
-    }
-
-    /// False if already requested.
-    func requestStop() -> Bool {
-        state.withLock { s in
-            guard !s.stopping else { return false }
-            s.stopping = true
-            return true
-        }
-    }
-
-    var stopping: Bool { state.withLock { $0.stopping } }
-    var finished: Bool { state.withLock { $0.finished } }
-    func markFinished() { state.withLock { $0.finished = true } }
-
-    var health: ComponentHealth { state.withLock { $0.health } }
-    func updateHealth(_ change: (inout ComponentHealth) -> Void) { state.withLock { change(&$0.health) } }
-}
-
 /// The link thread's state. Created by `OSDPOutput.init` and handed to the thread, which is from then on
 /// its only user (hence @unchecked Sendable).
-final class OSDPLinkWorker: @unchecked Sendable {
+final class OSDPLink: @unchecked Sendable {
     private let device: String
     private let settings: OSDPSettings
     private var baud: Int
     private let peripheral: OSDPPeripheral
-    private let shared: OSDPShared
+    private let health: PosixMutex<ComponentHealth>
+    /// Set when the thread starts running.
+    private var inbox: WorkerInbox<OSDPCardRead>?
     private let feedback: FeedbackSink
     private let linkObserver: ControllerLinkObserver
     private let logger: Logger
@@ -189,14 +149,14 @@ final class OSDPLinkWorker: @unchecked Sendable {
     /// this margin is abandoned (discarded), so nothing leaves after the panel has moved on.
     static let writeMarginMs = 150.0
 
-    init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, shared: OSDPShared,
+    init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, health: PosixMutex<ComponentHealth>,
          feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
          clock: @escaping @Sendable () -> MonotonicInstant) {
         self.device = device
         self.settings = settings
         self.baud = baud
         self.peripheral = peripheral
-        self.shared = shared
+        self.health = health
         self.feedback = feedback
         self.linkObserver = linkObserver
         self.logger = logger
@@ -205,8 +165,9 @@ final class OSDPLinkWorker: @unchecked Sendable {
         self.nextOpenAt = clock()
     }
 
-    func run() {
-        while !shared.stopping {
+    func run(_ inbox: WorkerInbox<OSDPCardRead>) {
+        self.inbox = inbox
+        while !inbox.isStopping {
             let now = clock()
             dispatch(peripheral.tick(at: now))
             guard let port else {
@@ -215,8 +176,7 @@ final class OSDPLinkWorker: @unchecked Sendable {
             }
             ingest()
             let sliceEnd = now.adding(milliseconds: Self.sliceMs)
-            let shared = self.shared
-            switch port.read(maxBytes: 2048, deadline: { shared.stopping ? MonotonicInstant(nanoseconds: 0) : sliceEnd }, now: clock) {
+            switch port.read(maxBytes: 2048, deadline: { inbox.isStopping ? MonotonicInstant(nanoseconds: 0) : sliceEnd }, now: clock) {
             case .bytes(let bytes):
                 ingest()
                 for step in peripheral.receive(bytes, at: clock()) { perform(step) }
@@ -228,16 +188,15 @@ final class OSDPLinkWorker: @unchecked Sendable {
                 lose("reading \(device) failed (\(e))")
             }
         }
-        let left = peripheral.pendingReads + shared.takeInbox().count
+        let left = peripheral.pendingReads + inbox.takeAll().count
         if left > 0 { logger.warning("osdp: closing with \(left) read(s) not polled by the panel; they are dropped") }
         port?.close()
         port = nil
-        shared.updateHealth { $0.state = .down; $0.detail = "\(self.device): closed" }
-        shared.markFinished()
+        health.withLock { $0.state = .down; $0.detail = "\(self.device): closed" }
     }
 
     private func ingest() {
-        for read in shared.takeInbox() { dispatch(peripheral.enqueue(read)) }
+        for read in inbox?.takeAll() ?? [] { dispatch(peripheral.enqueue(read)) }
     }
 
     private func perform(_ step: OSDPStep) {
@@ -268,11 +227,11 @@ final class OSDPLinkWorker: @unchecked Sendable {
                 logger.info("osdp: TEXT from the panel (this reader has no display): \"\(Logger.escape(text))\"")
             case .readSent(let seq):
                 logger.debug("osdp: read #\(seq) sent in osdp_RAW")
-                shared.updateHealth { $0.sent += 1 }
+                health.withLock { $0.sent += 1 }
             case .readDropped(let seq, let reason):
                 logger.warning("osdp: read #\(seq) dropped: \(reason)")
                 let now = WallClock.nowNanoseconds()
-                shared.updateHealth {
+                health.withLock {
                     $0.errors += 1
                     $0.lastError = "read #\(seq) dropped: \(reason)"
                     $0.lastErrorAt = now
@@ -308,7 +267,7 @@ final class OSDPLinkWorker: @unchecked Sendable {
         } catch {
             logger.warning("osdp: \(error); retrying in \(Int(backoffMs)) ms", rateLimitKey: "osdp-open")
             let text = "\(error)"
-            shared.updateHealth {
+            health.withLock {
                 $0.state = .down
                 $0.detail = "\(self.device): not open"
                 $0.lastError = text
@@ -325,7 +284,7 @@ final class OSDPLinkWorker: @unchecked Sendable {
         port = nil
         nextOpenAt = clock().adding(milliseconds: backoffMs)
         backoffMs = min(backoffMs * 2, 5000)
-        shared.updateHealth {
+        health.withLock {
             $0.state = .down
             $0.detail = "\(self.device): lost"
             $0.lastError = why
@@ -351,7 +310,7 @@ final class OSDPLinkWorker: @unchecked Sendable {
             + (online ? "panel polling" : "panel not polling") + (secure ? ", secure channel up" : ", no secure channel")
             + (peripheral.installMode ? ", install mode" : "")
         let state: ComponentHealth.State = !isOpen ? .down : (online && (secure || !required)) ? .ok : .degraded
-        shared.updateHealth {
+        health.withLock {
             $0.state = state
             $0.detail = detail
         }

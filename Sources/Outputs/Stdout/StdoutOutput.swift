@@ -1,6 +1,6 @@
 import Core
-import Dispatch
 import Platform
+import Runtime
 import Settings
 
 /// The record of every read on stdout: one line per read (JSON by default, or zbarcam's text), each in
@@ -17,23 +17,16 @@ public final class StdoutOutput: ReportOutput, HealthReporting {
     private let logger: Logger
     private let capacity: Int
 
-    private struct State {
-        var lines: [[UInt8]] = []
-        var head = 0
-        var writing = false
-        var closing = false
-        var dropped: UInt64 = 0
+    private struct Counts {
         var droppedSinceLog: UInt64 = 0
         var written: UInt64 = 0
         var writeErrors: UInt64 = 0
         var lastError: String?
         var lastErrorAt: Int64?
     }
-    private let state = PosixMutex(State())
-    private let wake = DispatchSemaphore(value: 0)
-    private let drained = DispatchSemaphore(value: 0)
-    /// Set once in init.
-    private let thread = PosixMutex<PosixThread?>(nil)
+    private let counts = PosixMutex(Counts())
+    /// The writer thread; nil when it could not be started (lines are then written on the caller's thread).
+    private let writer = PosixMutex<Worker<[UInt8]>?>(nil)
 
     /// nil for `--output none`.
     public static func make(settings: OutputSettings, logger: Logger) -> StdoutOutput? {
@@ -47,15 +40,18 @@ public final class StdoutOutput: ReportOutput, HealthReporting {
         self.fd = fd
         self.logger = logger
         self.capacity = max(1, capacity)
-        var started: PosixThread?
         do {
-            started = try PosixThread(name: "scangate-stdout") { [self] in writerLoop() }
+            let worker = try Worker<[UInt8]>(name: "scangate-stdout", capacity: self.capacity, overflow: .refuse) {
+                [self] inbox in
+                while case .message(let line) = inbox.next() {
+                    counts.withLock { $0.droppedSinceLog = 0 }
+                    write(line)
+                }
+            }
+            writer.withLock { $0 = worker }
         } catch {
             logger.error("stdout: cannot start its writer thread: \(error); lines are written on the decode queue")
         }
-        let thread = started
-        self.thread.withLock { $0 = thread }
-        if thread == nil { state.withLock { $0.closing = true } }
     }
 
     public func report(_ event: ReadEvent) {
@@ -67,93 +63,52 @@ public final class StdoutOutput: ReportOutput, HealthReporting {
         }
         guard let line else { return }
         let bytes = Array((line + "\n").utf8)
-        if thread.withLock({ $0 == nil }) {
+        guard let worker = writer.withLock({ $0 }) else {
             write(bytes)
             return
         }
-        let (queued, logDrops) = state.withLock { s -> (Bool, UInt64) in
-            guard !s.closing else { return (false, 0) }
-            if s.lines.count - s.head >= capacity {
-                s.dropped += 1
-                s.droppedSinceLog += 1
-                return (false, s.droppedSinceLog)
-            }
-            s.lines.append(bytes)
-            return (true, 0)
+        guard worker.post(bytes) == .full else { return }
+        let logDrops = counts.withLock { c -> UInt64 in
+            c.droppedSinceLog += 1
+            return c.droppedSinceLog
         }
-        if queued {
-            wake.signal()
-        } else if logDrops > 0 {
-            logger.warning("stdout: not being read; \(logDrops) line\(logDrops == 1 ? "" : "s") dropped "
-                           + "(the \(capacity) waiting lines are written when the reader reads again)",
-                           rateLimitKey: "stdout-full")
-        }
+        logger.warning("stdout: not being read; \(logDrops) line\(logDrops == 1 ? "" : "s") dropped "
+                       + "(the \(capacity) waiting lines are written when the reader reads again)",
+                       rateLimitKey: "stdout-full")
     }
 
     /// Lines dropped because the queue was full.
-    public var droppedLines: UInt64 { state.withLock { $0.dropped } }
+    public var droppedLines: UInt64 { writer.withLock { $0 }?.dropped ?? 0 }
 
     public var health: ComponentHealth {
-        state.withLock { s in
-            let waiting = s.lines.count - s.head
+        let worker = writer.withLock { $0 }
+        let waiting = worker?.waiting ?? 0
+        let dropped = worker?.dropped ?? 0
+        return counts.withLock { c in
             let stuck = waiting >= capacity
             return ComponentHealth(name: name, state: stuck ? .degraded : .ok,
                                    detail: stuck ? "stdout is not being read (\(waiting) lines waiting)" : "\(format.rawValue) lines",
-                                   lastError: s.lastError, lastErrorAt: s.lastErrorAt, sent: s.written,
-                                   errors: s.dropped + s.writeErrors)
+                                   lastError: c.lastError, lastErrorAt: c.lastErrorAt, sent: c.written,
+                                   errors: dropped + c.writeErrors)
         }
     }
 
     /// Writes what waits until `deadline`; lines still waiting then (a reader that does not read) are
     /// dropped and counted in the log.
     public func close(deadline: MonotonicInstant) {
-        let first = state.withLock { s -> Bool in
-            defer { s.closing = true }
-            return !s.closing
-        }
-        guard first, let writer = thread.withLock({ $0 }) else { return }
-        wake.signal()
-        let ms = max(0, deadline.milliseconds(since: .now()))
-        if drained.wait(timeout: .now() + .milliseconds(Int(ms.rounded(.up)))) == .timedOut {
-            let left = state.withLock { $0.lines.count - $0.head }
+        guard let worker = writer.withLock({ $0 }), !worker.isStopping else { return }
+        if !worker.stop(deadline: deadline) {
+            let left = worker.waiting
             logger.warning("stdout: \(left) line\(left == 1 ? "" : "s") not written at exit: stdout is not being read")
-            writer.detach()
-            return
         }
-        writer.join()
-    }
-
-    private func writerLoop() {
-        while true {
-            let next = state.withLock { s -> (line: [UInt8]?, done: Bool) in
-                if s.head < s.lines.count {
-                    let line = s.lines[s.head]
-                    s.head += 1
-                    if s.head > 256 && s.head * 2 > s.lines.count {
-                        s.lines.removeFirst(s.head)
-                        s.head = 0
-                    }
-                    s.droppedSinceLog = 0
-                    return (line, false)
-                }
-                return (nil, s.closing)
-            }
-            if let line = next.line {
-                write(line)
-                continue
-            }
-            if next.done { break }
-            wake.wait()
-        }
-        drained.signal()
     }
 
     private func write(_ bytes: [UInt8]) {
         switch fd.writeAll(bytes) {
         case .success:
-            state.withLock { $0.written += 1 }
+            counts.withLock { $0.written += 1 }
         case .failure(let e):
-            state.withLock { s in
+            counts.withLock { s in
                 s.writeErrors += 1
                 s.lastError = "write failed: \(e)"
                 s.lastErrorAt = WallClock.nowNanoseconds()

@@ -1,7 +1,7 @@
 import Core
-import Dispatch
 import GPIO
 import Platform
+import Runtime
 import Settings
 
 /// The panel's LED and beeper wires (`wiegand-led-input`, `wiegand-beeper-input`): GPIO inputs with
@@ -38,7 +38,6 @@ final class WiegandPanelInputs: Sendable {
     }
 
     struct State {
-        var stopping = false
         var open: [Role] = []
         var error: String?
         var lastErrorAt: Int64?
@@ -46,8 +45,8 @@ final class WiegandPanelInputs: Sendable {
     }
 
     private let state = PosixMutex(State())
-    private let finished = DispatchSemaphore(value: 0)
-    private let thread: PosixMutex<PosixThread?> = PosixMutex(nil)
+    /// The input thread; it takes no messages (it waits on the lines' edge events).
+    private let worker: PosixMutex<Worker<Never>?> = PosixMutex(nil)
     private let logger: Logger
 
     init(settings: WiegandSettings, calls: GpiodBulkCalls, feedback: FeedbackSink, logger: Logger,
@@ -59,10 +58,10 @@ final class WiegandPanelInputs: Sendable {
         let chip = settings.chip ?? ""
         let roles = specs
         let activeLow = !settings.inputActiveHigh
-        let t = try PosixThread(name: "wiegand-in") { [self] in
-            self.run(specs: roles, chip: chip, activeLow: activeLow, calls: calls, feedback: feedback, runtime: runtime)
+        let t = try Worker<Never>(name: "wiegand-in", capacity: 1, overflow: .refuse) { [self] inbox in
+            self.run(inbox, specs: roles, chip: chip, activeLow: activeLow, calls: calls, feedback: feedback, runtime: runtime)
         }
-        thread.withLock { $0 = t }
+        worker.withLock { $0 = t }
     }
 
     var snapshot: State { state.withLock { $0 } }
@@ -70,20 +69,10 @@ final class WiegandPanelInputs: Sendable {
     /// Stops the thread (within its 50 ms wait slice), releases the inputs, plays the release of any
     /// input still active. Returns by `deadline`.
     func close(deadline: MonotonicInstant) {
-        let first = state.withLock { s -> Bool in
-            defer { s.stopping = true }
-            return !s.stopping
-        }
-        guard first else { return }
-        let now = MonotonicInstant.now()
-        let wait = deadline > now ? deadline.nanoseconds - now.nanoseconds : 0
-        if finished.wait(timeout: .now() + .nanoseconds(Int(min(wait, 60_000_000_000))) + .milliseconds(100)) == .timedOut {
+        guard let worker = worker.withLock({ $0 }), !worker.isStopping else { return }
+        // A little past the deadline: the thread looks at the stop between two 50 ms waits for edges.
+        if !worker.stop(deadline: deadline.adding(milliseconds: 100)) {
             logger.error("Wiegand: the panel-input thread did not stop by the close deadline")
-            return
-        }
-        thread.withLock { t in
-            t?.join()
-            t = nil
         }
     }
 
@@ -99,7 +88,7 @@ final class WiegandPanelInputs: Sendable {
         var error: GPIOError?
     }
 
-    private func run(specs: [(Role, GPIOLineSpec)], chip chipText: String, activeLow: Bool, calls: GpiodBulkCalls,
+    private func run(_ inbox: WorkerInbox<Never>, specs: [(Role, GPIOLineSpec)], chip chipText: String, activeLow: Bool, calls: GpiodBulkCalls,
                      feedback: FeedbackSink, runtime: WiegandRuntime) {
         var inputs = specs.map { Input(role: $0.0, spec: $0.1) }
         var chip: GpiodChipHandle?
@@ -190,7 +179,7 @@ final class WiegandPanelInputs: Sendable {
             if failed { nextRetry = now + retryNs }
         }
 
-        while !state.withLock({ $0.stopping }) {
+        while !inbox.isStopping {
             let now = WiegandClock.now()
             if inputs.contains(where: { $0.line == nil }) && now >= nextRetry { openMissing(now: now) }
             let lines = inputs.compactMap(\.line)
@@ -240,6 +229,5 @@ final class WiegandPanelInputs: Sendable {
             }
         }
         closeAll(reason: nil)
-        finished.signal()
     }
 }

@@ -2,6 +2,7 @@ import Core
 import Dispatch
 import GPIO
 import Platform
+import Runtime
 import Synchronization
 import Settings
 
@@ -45,8 +46,8 @@ final class WiegandTransmitter: Sendable {
     }
 
     struct State {
-        var queue: [Pending] = []
-        var stopping = false
+        /// A frame taken from the mailbox and not yet sent or dropped (it counts against the capacity).
+        var inHand = false
         var linesUp = false
         var linesTitle = ""
         var lineError: String?
@@ -60,22 +61,18 @@ final class WiegandTransmitter: Sendable {
         /// Pulses certainly longer than 100 us by the transmitter's own clock (preempted while spinning); a
         /// lower bound: a stall inside the driver call is not seen here (the HIL trace sees it).
         var stretchedPulses: UInt64 = 0
-        /// Frames started but not finished, plus queued: 0 once idle.
-        var busy = false
     }
 
     private let state = PosixMutex(State())
     /// Close's deadline (CLOCK_MONOTONIC ns), read at every bit boundary without a lock; 0: none.
     private let closeDeadline = Atomic<UInt64>(0)
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    /// Set by the thread once the lines are idle and released (for `forceInactive`, which must not take
-    /// `finished` from a close waiting on it).
+    /// Set by the thread once the lines are idle and released (for `forceInactive`, which waits for it a little).
     private let ended = Atomic<Bool>(false)
     private let settings: WiegandSettings
     private let runtime: WiegandRuntime
     private let logger: Logger
-    private let thread: PosixMutex<PosixThread?> = PosixMutex(nil)
+    /// The transmitter thread and its mailbox of frames (`queueCapacity`, refusing when full).
+    private let worker: PosixMutex<Worker<Pending>?> = PosixMutex(nil)
 
     init(settings: WiegandSettings, calls: GpiodBulkCalls, logger: Logger, runtime: WiegandRuntime) throws(SystemError) {
         self.settings = settings
@@ -85,10 +82,11 @@ final class WiegandTransmitter: Sendable {
         // validate() ran: chip, d0 and d1 are set.
         let lines = WiegandLinePair(calls: calls, chip: settings.chip ?? "", d0: settings.d0 ?? .offset(0),
                                     d1: settings.d1 ?? .offset(1), activeHigh: settings.activeHigh)
-        let t = try PosixThread(name: "wiegand-tx") { [self] in
-            self.run(lines: lines, started: started)
+        let t = try Worker<Pending>(name: "wiegand-tx", capacity: max(1, runtime.queueCapacity), overflow: .refuse) {
+            [self] inbox in
+            self.run(inbox, lines: lines, started: started)
         }
-        thread.withLock { $0 = t }
+        worker.withLock { $0 = t }
         if started.wait(timeout: .now() + .milliseconds(runtime.startTimeoutMs)) == .timedOut {
             logger.warning("Wiegand: the transmitter did not open its lines within \(runtime.startTimeoutMs) ms; reads are refused for Wiegand until it does")
         }
@@ -99,55 +97,40 @@ final class WiegandTransmitter: Sendable {
     /// Queues a frame; never blocks. Refused when the lines are not held, the queue is full or closing.
     func enqueue(_ frame: WiegandFrame) -> OutputOffer {
         let now = WiegandClock.now()
-        let verdict: OutputOffer = state.withLock { s in
-            if s.stopping { return .refused(reason: "the Wiegand output is closing") }
-            if !s.linesUp {
-                return .refused(reason: "Wiegand lines not available: \(s.lineError ?? "not opened yet")")
-            }
-            if s.queue.count >= runtime.queueCapacity {
-                return .refused(reason: "Wiegand queue full (\(runtime.queueCapacity) frames waiting)")
-            }
-            s.queue.append(Pending(frame: frame, queuedAt: now))
-            s.busy = true
-            return .taken
+        guard let worker = worker.withLock({ $0 }), !worker.isStopping, closeDeadline.load(ordering: .acquiring) == 0 else {
+            return .refused(reason: "the Wiegand output is closing")
         }
-        if verdict.isTaken { wake.signal() }
-        return verdict
+        // Under the state lock, as the thread takes a frame and marks it in hand: the count is exact.
+        return state.withLock { s -> OutputOffer in
+            if !s.linesUp { return .refused(reason: "Wiegand lines not available: \(s.lineError ?? "not opened yet")") }
+            // The frame on the wire counts: at most `queueCapacity` frames are waiting or being sent.
+            if worker.waiting + (s.inHand ? 1 : 0) >= runtime.queueCapacity { return .refused(reason: queueFull) }
+            switch worker.post(Pending(frame: frame, queuedAt: now)) {
+            case .queued, .queuedDroppingOldest: return .taken
+            case .full: return .refused(reason: queueFull)
+            case .stopping: return .refused(reason: "the Wiegand output is closing")
+            }
+        }
     }
+
+    private var queueFull: String { "Wiegand queue full (\(runtime.queueCapacity) frames waiting)" }
 
     /// Blocks until nothing is queued or being sent (or `timeoutMs` passed): for doctor and tests.
     @discardableResult
     func waitIdle(timeoutMs: Int) -> Bool {
-        let deadline = WiegandClock.now() + UInt64(max(0, timeoutMs)) * 1_000_000
-        while WiegandClock.now() < deadline {
-            if !state.withLock({ $0.busy }) { return true }
-            sleepThread(milliseconds: 1)
-        }
-        return !state.withLock { $0.busy }
+        worker.withLock { $0 }?.drain(deadline: .now().adding(milliseconds: Double(max(0, timeoutMs)))) ?? true
     }
 
     /// Sends what is queued until `deadline`, then stops at the next bit boundary, leaves the lines
     /// idle and releases them. Returns by the deadline (plus a frame's last pulse) even if a driver
     /// call hangs. Idempotent.
     func close(deadline: MonotonicInstant) {
-        let first = state.withLock { s -> Bool in
-            defer { s.stopping = true }
-            return !s.stopping
-        }
-        guard first else { return }
+        guard let worker = worker.withLock({ $0 }), !worker.isStopping else { return }
         // Unless forceInactive came first (its deadline, 1, is the earliest there is).
         _ = closeDeadline.compareExchange(expected: 0, desired: max(1, deadline.nanoseconds), ordering: .acquiringAndReleasing)
-        wake.signal()
-        let now = WiegandClock.now()
-        let wait = deadline.nanoseconds > now ? deadline.nanoseconds - now : 0
         // A little past the deadline: the thread stops at the first bit boundary after it.
-        if finished.wait(timeout: .now() + .nanoseconds(Int(min(wait, 60_000_000_000))) + .milliseconds(50)) == .timedOut {
+        if !worker.stop(deadline: deadline.adding(milliseconds: 50)) {
             logger.error("Wiegand: the transmitter did not stop by the close deadline; D0/D1 may not be idle")
-            return
-        }
-        thread.withLock { t in
-            t?.join()
-            t = nil
         }
     }
 
@@ -156,9 +139,8 @@ final class WiegandTransmitter: Sendable {
     /// most 100 us), D0/D1 are left idle and released by the transmitter thread, the only one that touches
     /// them. Waits for that at most 50 ms plus one interval.
     func forceInactive() {
-        state.withLock { $0.stopping = true }
         closeDeadline.store(1, ordering: .releasing)
-        wake.signal()
+        worker.withLock { $0 }?.wake()
         let until = WiegandClock.now() + 50_000_000 + UInt64(settings.intervalUs) * 1000
         while !ended.load(ordering: .acquiring) && WiegandClock.now() < until { sleepThread(milliseconds: 1) }
         if !ended.load(ordering: .acquiring) {
@@ -168,12 +150,13 @@ final class WiegandTransmitter: Sendable {
 
     // MARK: the transmitter thread
 
-    private func run(lines: WiegandLinePair, started: DispatchSemaphore) {
+    private func run(_ inbox: WorkerInbox<Pending>, lines: WiegandLinePair, started: DispatchSemaphore) {
         let spinThrough = runtime.realtime && setUpRealtime()
         var nextRetry: UInt64 = 0
         var lastFrameEnd: UInt64?
         var startedSignalled = false
         let retryNs = UInt64(max(1, runtime.retryMs)) * 1_000_000
+        var held: Pending?
 
         while true {
             let now = WiegandClock.now()
@@ -186,19 +169,24 @@ final class WiegandTransmitter: Sendable {
                 startedSignalled = true
                 started.signal()
             }
-            let head: Pending? = state.withLock { s in
-                if s.queue.isEmpty { s.busy = false }
-                return s.queue.first
+            if held == nil {
+                held = state.withLock { s -> Pending? in
+                    let next = inbox.take()
+                    s.inHand = next != nil
+                    return next
+                }
             }
-            guard let head else {
-                if deadline != 0 { break }
-                if lines.isOpen { wake.wait() } else { _ = wake.wait(timeout: .now() + .nanoseconds(Int(nextRetry - min(nextRetry, now)))) }
+            inbox.setBusy(held != nil)
+            guard let head = held else {
+                if deadline != 0 || inbox.isStopping { break }
+                inbox.wait(nanoseconds: lines.isOpen ? nil : nextRetry - min(nextRetry, now))
                 continue
             }
             // Stale, or lines gone since it was taken: dropped, never sent late.
             if now > head.queuedAt + UInt64(runtime.staleAfterMs) * 1_000_000 || !lines.isOpen {
                 let why = lines.isOpen ? "it waited more than \(runtime.staleAfterMs) ms" : "the lines are not available"
                 drop(head, "not sent: \(why)")
+                held = nil
                 continue
             }
             // The frame gap since the last frame (or partial frame).
@@ -207,10 +195,11 @@ final class WiegandTransmitter: Sendable {
                 if now < earliest {
                     if deadline != 0 && deadline < earliest {
                         drop(head, "not sent: the output closed first")
+                        held = nil
                         continue
                     }
-                    // On the semaphore, so a close during a long gap is seen at once; a gap may run long, never short.
-                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(earliest - now)))
+                    // On the mailbox's wake, so a close during a long gap is seen at once; a gap may run long, never short.
+                    inbox.wait(nanoseconds: earliest - now)
                     continue
                 }
             }
@@ -218,12 +207,14 @@ final class WiegandTransmitter: Sendable {
                 let duration = UInt64(head.frame.bits.count) * UInt64(settings.intervalUs) * 1000
                 if now + duration > deadline {
                     drop(head, "not sent: the output closed before it could finish")
+                    held = nil
                     continue
                 }
             }
             let outcome = send(head.frame.bits, on: lines, spinThrough: spinThrough)
             lastFrameEnd = WiegandClock.now()
             finish(head, outcome: outcome, lines: lines)
+            held = nil
             if case .lineFailed = outcome, !lines.isOpen { nextRetry = WiegandClock.now() + retryNs }
         }
         if let e = lines.close() {
@@ -235,14 +226,13 @@ final class WiegandTransmitter: Sendable {
             logger.log(totals.1 > 0 ? .warning : .info,
                        "Wiegand: \(totals.0) frame\(totals.0 == 1 ? "" : "s") sent, \(totals.1) not sent or cut (\(totals.2) cut by a stall), \(totals.3) pulse\(totals.3 == 1 ? "" : "s") stretched past 100 us")
         }
+        let left = UInt64(inbox.takeAll().count)
         state.withLock { s in
             s.linesUp = false
-            s.busy = false
-            s.dropped += UInt64(s.queue.count)
-            s.queue.removeAll()
+            s.inHand = false
+            s.dropped += left
         }
         ended.store(true, ordering: .releasing)
-        finished.signal()
     }
 
     enum Outcome {
@@ -327,10 +317,7 @@ final class WiegandTransmitter: Sendable {
     private func finish(_ item: Pending, outcome: Outcome, lines: WiegandLinePair) {
         switch outcome {
         case .sent:
-            state.withLock { s in
-                s.queue.removeFirst()
-                s.sent += 1
-            }
+            state.withLock { $0.sent += 1 }
             logger.debug("Wiegand: sent \(item.frame.summary)")
         case .cut(let n):
             record(item, "cut after \(n) of \(item.frame.bits.count) bits at close; the rest is dropped, never resumed",
@@ -360,7 +347,6 @@ final class WiegandTransmitter: Sendable {
     private func record(_ item: Pending, _ why: String, level: LogLevel) {
         let message = "Wiegand: \(item.frame.summary): \(why)"
         state.withLock { s in
-            if !s.queue.isEmpty { s.queue.removeFirst() }
             s.dropped += 1
             s.lastError = message
             s.lastErrorAt = WallClock.nowNanoseconds()
