@@ -122,8 +122,8 @@ final class Daemon: @unchecked Sendable {
         LibraryStderr.shared.route(to: logger)
         // The MQTT output reports the daemon's state and carries out its commands through these.
         let telemetryBox = TelemetryBox()
-        let components = Catalog.components(seams, fleet: FleetHooks(
-            state: { telemetryBox.fleetState() }, commands: DaemonCommands(daemon: self)))
+        let components = Catalog.components(seams, fleet: MQTTHooks(
+            state: { telemetryBox.mqttState() }, commands: DaemonCommands(daemon: self)))
         // Everything that can be refused is checked before any device is opened.
         var run: RunState
         do {
@@ -410,8 +410,8 @@ extension DaemonServices.State {
 final class TelemetryBox: Sendable {
     private let value = PosixMutex<DaemonTelemetry?>(nil)
     func set(_ telemetry: DaemonTelemetry) { value.withLock { $0 = telemetry } }
-    func fleetState() -> FleetState {
-        value.withLock { $0 }?.fleetState() ?? FleetState(status: .starting, version: ScanGateCommand.version, uptimeSeconds: 0)
+    func mqttState() -> MQTTState {
+        value.withLock { $0 }?.mqttState() ?? MQTTState(status: .starting, version: ScanGateCommand.version, uptimeSeconds: 0)
     }
 }
 

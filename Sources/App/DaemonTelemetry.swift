@@ -133,12 +133,12 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
                             mqtt: mqttStatus)
     }
 
-    func fleetState() -> FleetState {
+    func mqttState() -> MQTTState {
         let f = frames
         let c = counts.withLock { $0 }
-        return FleetState(status: status.status, version: ScanGateCommand.version, uptimeSeconds: uptimeSeconds,
+        return MQTTState(status: status.status, version: ScanGateCommand.version, uptimeSeconds: uptimeSeconds,
                           components: components(includingMQTT: false),
-                          counters: FleetCounters(framesCaptured: f.captured, framesDecoded: f.decoded, framesDropped: f.dropped,
+                          counters: MQTTCounters(framesCaptured: f.captured, framesDecoded: f.decoded, framesDropped: f.dropped,
                                                   reads: c.reported, rejected: c.rejected),
                           lastReadWallNanoseconds: c.lastReadAt)
     }

@@ -37,7 +37,7 @@ public struct DeviceSeams: Sendable {
 /// (its `component`: options, factory, doctor check) and its settings in the Settings target.
 public enum Catalog {
     /// `fleet`: the daemon's state and command handler for the MQTT output (none outside the daemon).
-    public static func components(_ seams: DeviceSeams = DeviceSeams(), fleet: FleetHooks = .standalone) -> [Component] {
+    public static func components(_ seams: DeviceSeams = DeviceSeams(), fleet: MQTTHooks = .standalone) -> [Component] {
         [
             StdoutOutput.component,
             SerialOutput.component(system: seams.serial),

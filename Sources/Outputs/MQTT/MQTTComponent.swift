@@ -9,17 +9,17 @@ extension DoctorPart {
 
 /// What the daemon gives the MQTT output beyond the output context: its state for `<prefix>/state`, and
 /// who carries out pause, resume and reload. Outside the daemon (doctor, check-config) there is none.
-public struct FleetHooks: Sendable {
-    public var state: @Sendable () -> FleetState
+public struct MQTTHooks: Sendable {
+    public var state: @Sendable () -> MQTTState
     public var commands: (any MQTTCommandHandler)?
 
-    public init(state: @escaping @Sendable () -> FleetState, commands: (any MQTTCommandHandler)?) {
+    public init(state: @escaping @Sendable () -> MQTTState, commands: (any MQTTCommandHandler)?) {
         self.state = state
         self.commands = commands
     }
 
-    public static let standalone = FleetHooks(
-        state: { FleetState(status: .starting, version: "", uptimeSeconds: 0) }, commands: nil)
+    public static let standalone = MQTTHooks(
+        state: { MQTTState(status: .starting, version: "", uptimeSeconds: 0) }, commands: nil)
 }
 
 /// The process's libmosquitto set-up, made on first use and kept while any MQTT output holds it.
@@ -37,7 +37,7 @@ final class SharedMosquitto: Sendable {
 
 extension MQTTOutput {
     /// The `[mqtt]` report output: events, status and state to the fleet's broker, commands from it.
-    public static func component(hooks: FleetHooks = .standalone) -> Component {
+    public static func component(hooks: MQTTHooks = .standalone) -> Component {
         let library = SharedMosquitto()
         return Component(
             name: "mqtt", options: OptionTable.mqtt,

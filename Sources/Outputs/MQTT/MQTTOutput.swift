@@ -11,7 +11,7 @@ public struct MQTTOutputDependencies: Sendable {
     /// object with `"id"` and `"kiosk"` put first.
     public var eventLine: @Sendable (ReadEvent) -> String
     /// The daemon's state for `<prefix>/state`; called on the session thread, must not block.
-    public var state: @Sendable () -> FleetState
+    public var state: @Sendable () -> MQTTState
     /// pause, resume, reload; nil: those commands are refused ("not available").
     public var commands: MQTTCommandHandler?
     /// Where `feedback` and `beep` commands go; nil: refused.
@@ -27,7 +27,7 @@ public struct MQTTOutputDependencies: Sendable {
     /// The broker link is not the door controller's: it is not reported to a ControllerLinkObserver (the
     /// status LED, STATUS=); it is in `MQTTOutput.link` and `health`, which status and metrics read.
     public init(library: MosquittoLibrary, eventLine: @escaping @Sendable (ReadEvent) -> String,
-                state: @escaping @Sendable () -> FleetState, commands: MQTTCommandHandler? = nil,
+                state: @escaping @Sendable () -> MQTTState, commands: MQTTCommandHandler? = nil,
                 feedback: FeedbackSink? = nil, logger: Logger,
                 onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system()) {
         self.library = library

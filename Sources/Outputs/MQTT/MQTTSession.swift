@@ -542,7 +542,7 @@ final class MQTTSession {
         let state = context.dependencies.state()
         let key = state.changeKey
         guard force || now >= nextState || key != lastStateKey else { return }
-        let payload = FleetJSON.state(state, kiosk: configuration.clientID, link: context.linkStatus(),
+        let payload = MQTTJSON.state(state, kiosk: configuration.clientID, link: context.linkStatus(),
                                       wallTimeNanoseconds: WallClock.nowNanoseconds())
         // Skipped when too large for the broker; the next change or interval tries again.
         _ = try publishOther(client, topic: configuration.topics.state, payload: Array(payload.utf8), retain: true)

@@ -40,7 +40,7 @@ public final class SerialOutput: DoorOutput, HealthReporting {
     init(settings: SerialSettings, logger: Logger, feedback: (any FeedbackSink)? = nil,
          system: SerialSystemCalls = GlibcSerialSystemCalls(),
          clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
-         tuning: SerialSinkTuning = SerialSinkTuning()) {
+         tuning: SerialOutputTuning = SerialOutputTuning()) {
         let queue = DispatchQueue(label: "scangate.serial")
         let lifecycle = self.lifecycle
         self.settings = settings
@@ -129,7 +129,7 @@ final class ClosedSignal: Sendable {
 }
 
 /// Internal timing of the output (not user settings).
-struct SerialSinkTuning: Sendable {
+struct SerialOutputTuning: Sendable {
     /// First reopen attempt after a loss; doubles up to `maximumBackoffMilliseconds`.
     var initialBackoffMilliseconds = 100
     var maximumBackoffMilliseconds = 2000
@@ -153,7 +153,7 @@ final class SerialWorker: @unchecked Sendable {
     private let logger: Logger
     private let system: SerialSystemCalls
     private let clock: @Sendable () -> MonotonicInstant
-    let tuning: SerialSinkTuning
+    let tuning: SerialOutputTuning
     private let queue: DispatchQueue
     private let feedback: (any FeedbackSink)?
     private let closingDeadline: @Sendable () -> MonotonicInstant?
@@ -174,7 +174,7 @@ final class SerialWorker: @unchecked Sendable {
     private var outstanding: (seq: UInt64, sentAt: MonotonicInstant)?
 
     init(settings: SerialSettings, path: String, logger: Logger, system: SerialSystemCalls,
-         clock: @escaping @Sendable () -> MonotonicInstant, tuning: SerialSinkTuning, queue: DispatchQueue,
+         clock: @escaping @Sendable () -> MonotonicInstant, tuning: SerialOutputTuning, queue: DispatchQueue,
          feedback: (any FeedbackSink)?, closingDeadline: @escaping @Sendable () -> MonotonicInstant?) {
         self.settings = settings
         self.path = path

@@ -192,7 +192,7 @@ public enum BenchMQTT {
         let configuration = try settings.resolve(hostName: "bench")
         let logger = Logger(level: .error)
         let output = try MQTTOutput(configuration: configuration, dependencies: MQTTOutputDependencies(
-            library: library, eventLine: line, state: { FleetState(status: .scanning, version: "bench", uptimeSeconds: 0) },
+            library: library, eventLine: line, state: { MQTTState(status: .scanning, version: "bench", uptimeSeconds: 0) },
             logger: logger, onAcknowledged: onAcknowledged))
         return (output, library)
     }

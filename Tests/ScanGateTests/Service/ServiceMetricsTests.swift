@@ -115,7 +115,7 @@ final class ServiceMetricsTests: XCTestCase {
     func testNodeExporterServesTheMetricsAndTheyParse() throws {
         let exporter = "/usr/bin/prometheus-node-exporter"
         guard FileManager.default.isExecutableFile(atPath: exporter) else {
-            throw FleetTestError("prometheus-node-exporter is missing: install it with `scripts/install-deps test`")
+            throw MQTTTestError("prometheus-node-exporter is missing: install it with `scripts/install-deps test`")
         }
         // As README's recipe: the daemon writes in its state directory, the collector's directory holds a symlink.
         let base = try TestFiles.temporaryDirectory()

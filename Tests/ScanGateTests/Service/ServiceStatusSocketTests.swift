@@ -73,7 +73,7 @@ final class ServiceStatusSocketTests: XCTestCase {
     /// The socket's group is the one named, when it exists (here an existing system group stands in for
     /// scangate); a group that does not exist leaves the daemon's own.
     func testTheSocketGetsTheGroupWhenItExists() throws {
-        guard let group = getgrnam("mosquitto") ?? getgrnam("daemon") else { throw FleetTestError("no group mosquitto or daemon to test with") }
+        guard let group = getgrnam("mosquitto") ?? getgrnam("daemon") else { throw MQTTTestError("no group mosquitto or daemon to test with") }
         let gid = group.pointee.gr_gid
         let path = try socketPath()
         let socket = try StatusSocket(path: path, group: String(cString: group.pointee.gr_name), provider: { Self.report() },

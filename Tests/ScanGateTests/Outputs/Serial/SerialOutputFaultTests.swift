@@ -120,7 +120,7 @@ final class SerialOutputFaultTests: XCTestCase {
         s.path = "/dev/ttyFAKE0"
         change(&s)
         return SerialOutput(settings: s, logger: log.logger, system: fake, clock: { clock.now() },
-                          tuning: SerialSinkTuning(initialBackoffMilliseconds: 10, maximumBackoffMilliseconds: 40))
+                          tuning: SerialOutputTuning(initialBackoffMilliseconds: 10, maximumBackoffMilliseconds: 40))
     }
 
     /// Polls (with a deadline) until the fake has seen `bytes`.
@@ -283,7 +283,7 @@ final class SerialOutputFaultTests: XCTestCase {
         s.writeTimeoutMs = 60_000
         s.ttlMs = 600_000
         let sink = SerialOutput(settings: s, logger: log.logger, system: fake,
-                              tuning: SerialSinkTuning(drainMilliseconds: 100))
+                              tuning: SerialOutputTuning(drainMilliseconds: 100))
         fake.update { $0.stuck = true }
         _ = sink.offer(serialEvent(1, "STUCK"))
         _ = sink.offer(serialEvent(2, "BEHIND"))

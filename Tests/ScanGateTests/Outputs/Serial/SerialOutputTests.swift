@@ -175,7 +175,7 @@ final class SerialOutputTests: XCTestCase {
         let log = LogCapture(repeatInterval: 0)
         // A long TTL and short backoff: the test's own pace on a busy machine does not matter.
         let sink = SerialOutput(settings: settings(link) { $0.ttlMs = 60_000 }, logger: log.logger,
-                              tuning: SerialSinkTuning(initialBackoffMilliseconds: 20, maximumBackoffMilliseconds: 100))
+                              tuning: SerialOutputTuning(initialBackoffMilliseconds: 20, maximumBackoffMilliseconds: 100))
         defer { sink.close(deadline: .now().adding(milliseconds: 2000)) }
         _ = sink.offer(serialEvent(1, "ONE"))
         XCTAssertEqual(first.read(count: 5), bytes("ONE\r\n"))

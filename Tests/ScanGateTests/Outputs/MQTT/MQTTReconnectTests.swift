@@ -6,7 +6,7 @@ import Synchronization
 import XCTest
 
 /// The reconnection backoff: 1 s doubling to 60 s, reset only after a connection that stayed up.
-final class FleetReconnectTests: XCTestCase {
+final class MQTTReconnectTests: XCTestCase {
     /// The next-attempt values an output's link shows, in order, one per wait (sampled until `stop`).
     final class BackoffRecorder: Sendable {
         private let seen = PosixMutex<(values: [Int], last: Int?)>(([], nil))
@@ -43,9 +43,9 @@ final class FleetReconnectTests: XCTestCase {
         let broker = try MQTTTestBroker()
         try broker.start()
         let log = LogCapture()
-        let a = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool",
+        let a = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool",
                                                                     clientID: "kiosk-dup"), library: library, log: log)
-        let b = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool",
+        let b = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool",
                                                                     clientID: "kiosk-dup"), library: library, log: log)
         defer {
             a.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000))
@@ -79,7 +79,7 @@ final class FleetReconnectTests: XCTestCase {
         let library = try MosquittoLibrary()
         let broker = try MQTTTestBroker()
         try broker.start()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
                                                 library: library, log: LogCapture())
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         XCTAssertTrue(waitUntil(10) { output.link.connected })

@@ -3,7 +3,7 @@ import XCTest
 
 /// A test certificate authority made with Debian's openssl command: a CA, server certificates and
 /// client certificates (valid or expired), each key 0600 in a temporary directory.
-final class FleetTestCA {
+final class MQTTTestCA {
     let directory: String
     let name: String
 
@@ -12,11 +12,11 @@ final class FleetTestCA {
 
     init(name: String = "ca", directory: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else {
-            throw FleetTestError("openssl is missing: install it with `apt-get install openssl`")
+            throw MQTTTestError("openssl is missing: install it with `apt-get install openssl`")
         }
         self.directory = try directory ?? TestFiles.temporaryDirectory()
         self.name = name
-        try FleetTestCA.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        try MQTTTestCA.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                                  "-keyout", key, "-out", certificate, "-days", "3", "-subj", "/CN=ScanGate test \(name)"])
         chmod(key, 0o600)
         chmod(certificate, 0o644)   // mqtt-tls-ca refuses a CA file others may change, whatever the umask
@@ -54,7 +54,7 @@ final class FleetTestCA {
         try p.run()
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw FleetTestError("openssl \(args.joined(separator: " ")) failed: \(text)") }
+        guard p.terminationStatus == 0 else { throw MQTTTestError("openssl \(args.joined(separator: " ")) failed: \(text)") }
         return text
     }
 
@@ -65,11 +65,11 @@ final class FleetTestCA {
         let cert = directory + "/\(file).crt", key = directory + "/\(file).key", csr = directory + "/\(file).csr"
         var extensions = ["-addext", subjectAltName.map { "subjectAltName=\($0)" } ?? "extendedKeyUsage=clientAuth"]
         if subjectAltName != nil { extensions += ["-addext", "extendedKeyUsage=serverAuth"] }
-        try FleetTestCA.openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        try MQTTTestCA.openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                                  "-keyout", key, "-out", csr, "-subj", "/CN=\(commonName)"] + extensions)
         chmod(key, 0o600)
         let dates = expired ? ["-startdate", "20200101000000Z", "-enddate", "20200201000000Z"] : ["-days", "2"]
-        try FleetTestCA.openssl(["ca", "-batch", "-notext", "-config", directory + "/\(name)-ca.cnf", "-in", csr, "-out", cert] + dates)
+        try MQTTTestCA.openssl(["ca", "-batch", "-notext", "-config", directory + "/\(name)-ca.cnf", "-in", csr, "-out", cert] + dates)
         return (cert, key)
     }
 

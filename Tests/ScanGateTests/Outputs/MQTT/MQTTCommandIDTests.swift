@@ -6,7 +6,7 @@ import XCTest
 
 /// The ids of commands acted on, kept in the spool directory: a restart or a rebuilt output still
 /// refuses a repeated id.
-final class FleetCommandIDTests: XCTestCase {
+final class MQTTCommandIDTests: XCTestCase {
     func store(_ dir: String, _ time: TestClock, log: LogCapture = LogCapture(), capacity: Int = 4096) throws -> CommandIDStore {
         try CommandIDStore(directory: dir, clock: time.clock, logger: log.logger, capacity: capacity)
     }
@@ -126,13 +126,13 @@ final class FleetCommandIDTests: XCTestCase {
     /// restart, or a reload that rebuilds the output), even though it has not expired.
     func testARepeatedIdIsRefusedAfterTheOutputIsRebuilt() throws {
         let library = try MosquittoLibrary()
-        let rig = try FleetCommandRig()
+        let rig = try MQTTCommandRig()
         let (broker, sub, prefix, settings) = (rig.broker, rig.sub, rig.prefix, rig.settings)
         let handler = RecordingCommandHandler()
         func results() -> [[String: Any]] { rig.results("pause") }
         let expires = Int64(Date().timeIntervalSince1970) + 300
         let command = #"{"id":"once","expires":\#(expires)}"#
-        var output = try FleetTestEvents.output(settings, library: library, log: LogCapture(), commands: handler)
+        var output = try MQTTTestEvents.output(settings, library: library, log: LogCapture(), commands: handler)
         XCTAssertTrue(waitUntil(15) {
             mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: command)
             return sub.wait(timeout: 0.5) { _ in !results().isEmpty }
@@ -141,7 +141,7 @@ final class FleetCommandIDTests: XCTestCase {
         output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000))
 
         let log = LogCapture()
-        output = try FleetTestEvents.output(settings, library: library, log: log, commands: handler)
+        output = try MQTTTestEvents.output(settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let before = results().count
         XCTAssertTrue(waitUntil(15) {

@@ -8,7 +8,7 @@ import XCTest
 /// oversized command, live or retained, never reaches libmosquitto), retained commands seen as retained
 /// (Retain As Published), and our own messages too large for the broker (skipped or dropped, the
 /// connection kept).
-final class FleetBrokerLimitsTests: XCTestCase {
+final class MQTTBrokerLimitsTests: XCTestCase {
     var library: MosquittoLibrary!
 
     override func setUpWithError() throws {
@@ -38,12 +38,12 @@ final class FleetBrokerLimitsTests: XCTestCase {
     /// client (its Maximum Packet Size is 16 KiB), so neither is read into memory, answered or acted on;
     /// the connection stays up and a normal command and events still go through.
     func testAnOversizedCommandNeverReachesTheKioskAndTheSessionStaysUp() throws {
-        let rig = try FleetCommandRig(topics: ["/event"])
+        let rig = try MQTTCommandRig(topics: ["/event"])
         let (broker, sub, prefix, results) = (rig.broker, rig.sub, rig.prefix, rig.results)
         XCTAssertEqual(try publishFile(port: broker.port, topic: prefix + "/cmd/reload", bytes: 300 << 10, retain: true), 0)
         let handler = RecordingCommandHandler()
         let log = LogCapture()
-        let output = try FleetTestEvents.output(rig.settings, library: library, log: log, commands: handler)
+        let output = try MQTTTestEvents.output(rig.settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let expires = Int64(Date().timeIntervalSince1970) + 60
         // Once a normal command is answered, the subscription (and with it the retained one) is done.
@@ -58,7 +58,7 @@ final class FleetBrokerLimitsTests: XCTestCase {
         let brokerLog = broker.log
         XCTAssertGreaterThanOrEqual(occurrences("Dropping too large outgoing PUBLISH for kiosk-1", in: brokerLog), 2,
                                     "the broker dropped both for this client:\n\(brokerLog)")
-        output.report(FleetTestEvents.event(seq: 1, text: "still delivering"))
+        output.report(MQTTTestEvents.event(seq: 1, text: "still delivering"))
         XCTAssertTrue(sub.wait(timeout: 10) { $0.contains { $0.topic == prefix + "/event" } })
         XCTAssertTrue(output.link.connected)
         XCTAssertEqual(occurrences("as kiosk-1 (", in: broker.log), 1, "one connection all along:\n\(broker.log)")
@@ -69,11 +69,11 @@ final class FleetBrokerLimitsTests: XCTestCase {
     /// retain flag (Retain As Published), so it is refused like one that was waiting in the broker, and not
     /// acted on. Clearing it (an empty retained message) is not answered.
     func testARetainedCommandPublishedLiveIsRefused() throws {
-        let rig = try FleetCommandRig()
+        let rig = try MQTTCommandRig()
         let (broker, sub, prefix, results) = (rig.broker, rig.sub, rig.prefix, rig.results)
         let handler = RecordingCommandHandler()
         let log = LogCapture()
-        let output = try FleetTestEvents.output(rig.settings, library: library, log: log, commands: handler)
+        let output = try MQTTTestEvents.output(rig.settings, library: library, log: log, commands: handler)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let expires = Int64(Date().timeIntervalSince1970) + 60
         XCTAssertTrue(rig.waitForCommandSubscription(expires: expires), "subscribed")
@@ -100,15 +100,15 @@ final class FleetBrokerLimitsTests: XCTestCase {
         sub.waitSubscribed(port: broker.port)
         let big = ComponentHealth(name: "camera", state: .ok, detail: String(repeating: "d", count: 6000))
         let log = LogCapture()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
                                                 library: library, log: log,
-                                                state: { FleetState(status: .scanning, version: "t", uptimeSeconds: 1, components: [big]) })
+                                                state: { MQTTState(status: .scanning, version: "t", uptimeSeconds: 1, components: [big]) })
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(waitUntil(10) { log.contains("the message on \(prefix)/state") }, log.all.joined(separator: "\n"))
         XCTAssertTrue(log.contains("is larger than broker 127.0.0.1:\(broker.port)'s maximum packet size; skipped"), log.all.joined(separator: "\n"))
-        output.report(FleetTestEvents.event(seq: 1, text: "small-1"))
-        output.report(FleetTestEvents.event(seq: 2, text: String(repeating: "B", count: 8000)))
-        output.report(FleetTestEvents.event(seq: 3, text: "small-3"))
+        output.report(MQTTTestEvents.event(seq: 1, text: "small-1"))
+        output.report(MQTTTestEvents.event(seq: 2, text: String(repeating: "B", count: 8000)))
+        output.report(MQTTTestEvents.event(seq: 3, text: "small-3"))
         XCTAssertTrue(sub.wait(timeout: 15) { $0.filter { $0.topic == prefix + "/event" }.count == 2 }, log.all.joined(separator: "\n"))
         XCTAssertEqual(sub.messages(on: prefix + "/event").compactMap { $0.json?["data"] as? String }, ["small-1", "small-3"])
         XCTAssertTrue(waitUntil(10) { output.link.spool.records == 0 }, "\(output.link.spool)")

@@ -7,10 +7,10 @@ import Settings
 
 /// deploy/mqtt/mosquitto-scangate.conf and scangate.acl, loaded into Debian's mosquitto (only the port
 /// and the directory replaced): TLS client certificates, each kiosk confined to its own topics.
-final class FleetACLTests: XCTestCase {
+final class MQTTACLTests: XCTestCase {
     func testTheDeployedACLConfinesEachKioskToItsOwnTopics() throws {
         let library = try MosquittoLibrary()
-        let ca = try FleetTestCA()
+        let ca = try MQTTTestCA()
         let server = try ca.issue("server", commonName: "broker", subjectAltName: "IP:127.0.0.1")
         let deploy = TestFiles.repositoryRoot + "/deploy/mqtt"
         let conf = try String(contentsOfFile: deploy + "/mosquitto-scangate.conf", encoding: .utf8)
@@ -45,7 +45,7 @@ final class FleetACLTests: XCTestCase {
         }, "the back end may write commands and kiosk-b may read its own: \(backend.output) \(snoop.output)\n\(broker.log)")
 
         func settings(_ id: String, _ cert: (cert: String, key: String), prefix: String = "") throws -> MQTTSettings {
-            var s = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool", clientID: id)
+            var s = MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool", clientID: id)
             s.tlsCA = ca.certificate
             s.tlsCert = cert.cert
             s.tlsKey = cert.key
@@ -56,9 +56,9 @@ final class FleetACLTests: XCTestCase {
         }
         let handler = RecordingCommandHandler()
         let log = LogCapture()
-        let a = try FleetTestEvents.output(try settings("kiosk-a", kioskA), library: library, log: log, commands: handler)
+        let a = try MQTTTestEvents.output(try settings("kiosk-a", kioskA), library: library, log: log, commands: handler)
         defer { a.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        a.report(FleetTestEvents.event(seq: 1, text: "a-1"))
+        a.report(MQTTTestEvents.event(seq: 1, text: "a-1"))
         XCTAssertTrue(backend.wait(timeout: 15) { $0.contains { $0.topic == "scangate/kiosk-a/event" } }, broker.log + log.all.joined(separator: "\n") + "\(backend.output)")
         XCTAssertTrue(backend.wait(timeout: 10) { m in
             m.contains { $0.topic == "scangate/kiosk-a/status" && $0.text == "online" }
@@ -76,7 +76,7 @@ final class FleetACLTests: XCTestCase {
         backend.publish("scangate/kiosk-a/cmd/resume", #"{"id":"ok1","expires":\#(expires)}"#)
         XCTAssertTrue(backend.wait(timeout: 15) { $0.contains { $0.topic == "scangate/kiosk-a/cmd/resume/result" } },
                       "\(backend.messages.map(\.topic))")
-        a.report(FleetTestEvents.event(seq: 2, text: "a-2"))
+        a.report(MQTTTestEvents.event(seq: 2, text: "a-2"))
         XCTAssertTrue(backend.wait(timeout: 10) { $0.contains { $0.json?["data"] as? String == "a-2" } })
         XCTAssertEqual(handler.performed, [.resume], "kiosk-b's pause never reached kiosk-a")
         XCTAssertFalse(backend.messages.contains { $0.text.contains("forged") }, "kiosk-b cannot publish kiosk-a's events")
@@ -85,9 +85,9 @@ final class FleetACLTests: XCTestCase {
 
         // A kiosk pointed at another kiosk's prefix: the broker refuses its events (MQTT v5 reason
         // "not authorised"); each stays in its spool and is tried again, up to three times.
-        let c = try FleetTestEvents.output(try settings("kiosk-c", kioskC, prefix: "scangate/kiosk-a"), library: library, log: log)
+        let c = try MQTTTestEvents.output(try settings("kiosk-c", kioskC, prefix: "scangate/kiosk-a"), library: library, log: log)
         defer { c.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
-        c.report(FleetTestEvents.event(seq: 1, text: "c-1"))
+        c.report(MQTTTestEvents.event(seq: 1, text: "c-1"))
         XCTAssertTrue(waitUntil(15) { log.contains("the broker refused an event on scangate/kiosk-a/event: Not authorized") },
                       log.all.joined(separator: "\n"))
         XCTAssertEqual(c.link.spool.records, 1, "kept in the spool")
@@ -105,7 +105,7 @@ final class FleetACLTests: XCTestCase {
 
 /// deploy/mqtt/consumer.py (paho-mqtt) against Debian's mosquitto and an MQTT output: one line per read,
 /// repeats dropped by id.
-final class FleetConsumerExampleTests: XCTestCase {
+final class MQTTConsumerExampleTests: XCTestCase {
     func testTheConsumerExamplePrintsEachReadOnce() throws {
         try PahoPeer.requireVenv()
         let library = try MosquittoLibrary()
@@ -140,10 +140,10 @@ final class FleetConsumerExampleTests: XCTestCase {
             mosquittoPub(port: broker.port, topic: "scangate/probe/event", message: probe)
             return waitUntil(0.3) { !printed().isEmpty }
         })
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool"),
                                                 library: library, log: LogCapture())
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "read \(seq)")) }
+        for seq in 1...20 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: "read \(seq)")) }
         XCTAssertTrue(waitUntil(20) { printed().filter { $0["kiosk"] as? String == "kiosk-1" }.count == 20 })
         // At-least-once repeats: events 3 and 7 again, byte for byte, and the probe again.
         for seq in [3, 7] {
@@ -151,7 +151,7 @@ final class FleetConsumerExampleTests: XCTestCase {
             mosquittoPub(port: broker.port, topic: "scangate/kiosk-1/event", message: line)
         }
         mosquittoPub(port: broker.port, topic: "scangate/probe/event", message: probe)
-        output.report(FleetTestEvents.event(seq: 21, text: "read 21"))
+        output.report(MQTTTestEvents.event(seq: 21, text: "read 21"))
         XCTAssertTrue(waitUntil(20) { printed().filter { $0["kiosk"] as? String == "kiosk-1" }.count >= 21 })
         let kiosk = printed().filter { $0["kiosk"] as? String == "kiosk-1" }
         XCTAssertEqual(kiosk.map { $0["data"] as? String }, (1...21).map { "read \($0)" }, "each read once, in order")

@@ -8,7 +8,7 @@ import Settings
 import Components
 
 /// The MQTT output against Debian's mosquitto broker, with mosquitto_sub as the consumer.
-final class FleetMQTTOutputTests: XCTestCase {
+final class MQTTOutputTests: XCTestCase {
     var library: MosquittoLibrary!
 
     override func setUpWithError() throws {
@@ -34,8 +34,8 @@ final class FleetMQTTOutputTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/#"])
         sub.waitSubscribed(port: broker.port)
         let log = LogCapture()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
-        for seq in 1...50 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
+        for seq in 1...50 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 20) { self.uniqueEvents($0.filter { $0.topic == prefix + "/event" }).count == 50 },
                       "50 events on \(prefix)/event; got \(sub.messages(on: prefix + "/event").count)")
         let events = uniqueEvents(sub.messages(on: prefix + "/event"))
@@ -87,7 +87,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/status", prefix + "/event"])
         sub.waitSubscribed(port: broker.port)
         let log = LogCapture()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(sub.wait(timeout: 10) { $0.last { $0.topic == prefix + "/status" }?.text == "online" })
         output.testHookDropConnection()
@@ -96,7 +96,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         XCTAssertTrue(broker.log.contains("Client kiosk-1 closed its connection.") || broker.log.contains("kiosk-1 disconnected"),
                       broker.log)
         XCTAssertTrue(log.contains("lost the connection to broker 127.0.0.1:\(broker.port)"), log.all.joined(separator: "\n"))
-        output.report(FleetTestEvents.event(seq: 1, text: "after the reconnect"))
+        output.report(MQTTTestEvents.event(seq: 1, text: "after the reconnect"))
         XCTAssertTrue(sub.wait(timeout: 10) { $0.contains { $0.topic == prefix + "/event" } })
     }
 
@@ -109,7 +109,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/status"])
         sub.waitSubscribed(port: broker.port)
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: LogCapture())
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: spool), library: library, log: LogCapture())
         XCTAssertTrue(sub.wait(timeout: 10) { $0.last?.text == "online" })
         output.testHookCrash()
         XCTAssertTrue(sub.wait(timeout: 15) { $0.last?.text == "offline" }, "\(sub.messages.map(\.text))")
@@ -130,20 +130,20 @@ final class FleetMQTTOutputTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/event"], clientID: "consumer", persistent: true)
         sub.waitSubscribed(port: broker.port)
         let log = LogCapture()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: spool), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
-        for seq in 1...20 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        for seq in 1...20 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 15) { self.uniqueEvents($0).count == 20 })
 
         broker.stop()
         XCTAssertTrue(waitUntil(10) { !output.link.connected }, "the output sees the broker go")
-        for seq in 21...220 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        for seq in 21...220 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(waitUntil(15) { output.link.spool.records == 200 }, "200 events durable in the spool: \(output.link.spool)")
         XCTAssertEqual(output.health.state, .degraded)
         XCTAssertNotNil(output.health.lastError)
 
         try broker.start()
-        for seq in 221...240 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "code-\(seq)")) }
+        for seq in 221...240 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: "code-\(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 60) { self.uniqueEvents($0).count == 240 },
                       "every event after the outage; got \(uniqueEvents(sub.messages).count)")
         XCTAssertEqual(uniqueEvents(sub.messages).map { $0["seq"] as? Int }, Array(1...240), "in order, none missing")
@@ -166,7 +166,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let log = LogCapture()
         guard case .output(let factory) = MQTTOutput.component().role else { return XCTFail("the mqtt component is an output") }
         var run = RunSettings()
-        run.mqtt = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        run.mqtt = MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
         let made = try factory.make(run, OutputContext(logger: log.logger, feedback: RecordingFeedback(), links: links))
         let output = try XCTUnwrap(made as? MQTTOutput)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
@@ -182,8 +182,8 @@ final class FleetMQTTOutputTests: XCTestCase {
     func testCrashWithEventsInTheSpoolThenRestartDeliversThem() throws {
         let port = try FreePort.make()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
-        let first = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: LogCapture())
-        for seq in 1...30 as ClosedRange<UInt64> { first.report(FleetTestEvents.event(seq: seq, text: "before the crash \(seq)")) }
+        let first = try MQTTTestEvents.output(MQTTTestEvents.settings(port: port, spool: spool), library: library, log: LogCapture())
+        for seq in 1...30 as ClosedRange<UInt64> { first.report(MQTTTestEvents.event(seq: seq, text: "before the crash \(seq)")) }
         XCTAssertTrue(waitUntil(10) { first.link.spool.records == 30 }, "\(first.link.spool)")
         let firstRun = first.ids.run
         first.testHookCrash()
@@ -194,10 +194,10 @@ final class FleetMQTTOutputTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: port, topics: ["scangate/kiosk-1/event"])
         sub.waitSubscribed(port: port)
         let log = LogCapture()
-        let second = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: log)
+        let second = try MQTTTestEvents.output(MQTTTestEvents.settings(port: port, spool: spool), library: library, log: log)
         defer { second.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(log.contains("30 events not yet acknowledged by the broker will be sent again"), log.all.joined(separator: "\n"))
-        for seq in 1...5 as ClosedRange<UInt64> { second.report(FleetTestEvents.event(seq: seq, text: "after the restart \(seq)")) }
+        for seq in 1...5 as ClosedRange<UInt64> { second.report(MQTTTestEvents.event(seq: seq, text: "after the restart \(seq)")) }
         XCTAssertTrue(sub.wait(timeout: 20) { self.uniqueEvents($0).count == 35 }, "\(sub.messages.count)")
         let events = uniqueEvents(sub.messages)
         XCTAssertEqual(events.map { $0["data"] as? String },
@@ -219,12 +219,12 @@ final class FleetMQTTOutputTests: XCTestCase {
         let output: MQTTOutput
         do {
             defer { unsetenv(SpoolTrace.variable) }
-            output = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: dir + "/spool"), library: library, log: log)
+            output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: port, spool: dir + "/spool"), library: library, log: log)
         }
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(log.contains("SCANGATE_TRACE_SPOOL=\(trace): each durable spool batch is traced there (a test hook)"),
                       log.all.joined(separator: "\n"))
-        for seq in 1...12 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: "traced \(seq)")) }
+        for seq in 1...12 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: "traced \(seq)")) }
         // No broker: nothing is delivered, so every traced id is one the spool holds.
         XCTAssertTrue(waitUntil(10) { output.link.spool.records == 12 }, "\(output.link.spool)")
         let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").map(String.init)
@@ -237,15 +237,15 @@ final class FleetMQTTOutputTests: XCTestCase {
     func testFullSpoolDropsTheOldestCountsAndReportsThem() throws {
         let port = try FreePort.make()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
-        var settings = FleetTestEvents.settings(port: port, spool: spool)
+        var settings = MQTTTestEvents.settings(port: port, spool: spool)
         settings.spoolMaxMB = 1
         let log = LogCapture()
-        let output = try FleetTestEvents.output(settings, library: library, log: log)
+        let output = try MQTTTestEvents.output(settings, library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         // 400 events of about 4 KiB: more than 1 MiB, so the oldest must go.
         let filler = String(repeating: "x", count: 4000)
         for seq in 1...400 as ClosedRange<UInt64> {
-            output.report(FleetTestEvents.event(seq: seq, text: "\(seq) " + filler))
+            output.report(MQTTTestEvents.event(seq: seq, text: "\(seq) " + filler))
             if seq % 50 == 0 { _ = waitUntil(5) { output.link.spool.records + output.link.spool.droppedFull == seq } }
         }
         XCTAssertTrue(waitUntil(10) { output.link.spool.records + output.link.spool.droppedFull == 400 }, "\(output.link.spool)")
@@ -277,7 +277,7 @@ final class FleetMQTTOutputTests: XCTestCase {
         let spool = try TestFiles.temporaryDirectory() + "/spool"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: ["#"])
         sub.waitSubscribed(port: broker.port)
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library, log: LogCapture())
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: spool), library: library, log: LogCapture())
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let payloads: [[UInt8]] = [
             Array(#""},"id":"forged","kiosk":"evil","x":{""#.utf8),
@@ -289,7 +289,7 @@ final class FleetMQTTOutputTests: XCTestCase {
             [0xFF, 0xFE, 0x00, 0x7B, 0x22, 0x0A, 0x80],
             Array(String(repeating: "}{\"", count: 700).utf8),
         ]
-        for (i, p) in payloads.enumerated() { output.report(FleetTestEvents.event(seq: UInt64(i + 1), payload: p)) }
+        for (i, p) in payloads.enumerated() { output.report(MQTTTestEvents.event(seq: UInt64(i + 1), payload: p)) }
         XCTAssertTrue(sub.wait(timeout: 20) { $0.filter { $0.topic == "scangate/kiosk-1/event" }.count == payloads.count })
         let events = sub.messages(on: "scangate/kiosk-1/event")
         XCTAssertEqual(events.count, payloads.count, "one message per read")
@@ -310,13 +310,13 @@ final class FleetMQTTOutputTests: XCTestCase {
     }
 
     func stateOutput(_ broker: MQTTTestBroker, interval: Int, camera: CameraState) throws -> MQTTOutput {
-        var settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        var settings = MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
         settings.stateIntervalSeconds = interval   // may be below validate()'s minimum of 5, to keep the test short
         let configuration = MQTTConfiguration(settings: settings, clientID: "kiosk-1", topics: MQTTTopics(prefix: "scangate/kiosk-1"),
                                               password: nil)
         return try MQTTOutput(configuration: configuration, dependencies: MQTTOutputDependencies(
             library: library, eventLine: EventLine.json,
-            state: { FleetState(status: .scanning, version: "t", uptimeSeconds: 1, components: [camera.health]) },
+            state: { MQTTState(status: .scanning, version: "t", uptimeSeconds: 1, components: [camera.health]) },
             logger: LogCapture().logger))
     }
 
@@ -368,7 +368,7 @@ final class FleetMQTTOutputTests: XCTestCase {
     func testTheDoctorProbeConnectsOrSaysWhyNot() throws {
         let broker = try MQTTTestBroker()
         try broker.start()
-        let settings = FleetTestEvents.settings(port: broker.port, spool: "/nonexistent/spool")
+        let settings = MQTTTestEvents.settings(port: broker.port, spool: "/nonexistent/spool")
         let ok = MQTTProbe.check(try settings.resolve(hostName: "h"), library: library, timeoutSeconds: 5)
         XCTAssertEqual(ok, .connected("connected to broker 127.0.0.1:\(broker.port) as kiosk-1-doctor (MQTT v5)"))
         broker.stop()

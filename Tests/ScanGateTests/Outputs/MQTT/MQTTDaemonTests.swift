@@ -7,7 +7,7 @@ import XCTest
 /// `scangate run` with `[mqtt]` against Debian's mosquitto on 127.0.0.1, consumed with mosquitto_sub:
 /// events once and in order by id, the will after kill -9, nothing lost across a broker outage or a
 /// daemon crash, commands, `scangate status` and the metrics file, all through the real binary.
-final class FleetDaemonTests: XCTestCase {
+final class MQTTDaemonTests: XCTestCase {
     /// A scenario that shows `count` distinct codes, `perCode` frames each with as many blank frames after.
     func codes(_ dir: String, count: Int, prefix: String = "C", fps: Int = 30, perCode: Int = 2, loop: Bool = true) throws -> String {
         var text = "size 320x240\nfps \(fps)\nframes \(count * perCode * 2)\n" + (loop ? "loop\n" : "")

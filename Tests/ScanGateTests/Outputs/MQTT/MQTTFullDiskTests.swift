@@ -8,18 +8,18 @@ import XCTest
 /// The MQTT spool on a full disk: events that cannot be written are dropped at once and counted, named
 /// in the state document, `scangate status --json`, the metrics and a log line naming the spool and the
 /// full file system; once there is room, events are spooled again.
-final class FleetFullDiskTests: XCTestCase {
+final class MQTTFullDiskTests: XCTestCase {
     func testEventsThatCannotBeSpooledAreDroppedCountedAndNamed() throws {
         let library = try MosquittoLibrary()
         let port = try FreePort.make()   // no broker: what is written stays in the spool
         let log = LogCapture()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
         let disk = TestFullDisk(at: .write)
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: spool), library: library, log: log,
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: port, spool: spool), library: library, log: log,
                                                 writeFaults: disk.faults)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         for seq in 1...3 as ClosedRange<UInt64> {
-            output.report(FleetTestEvents.event(seq: seq, text: "CODE-\(seq)"))
+            output.report(MQTTTestEvents.event(seq: seq, text: "CODE-\(seq)"))
             XCTAssertTrue(waitUntil(10) { output.link.noSpaceDropped == seq }, "event \(seq): \(output.link)")
         }
         let link = output.link
@@ -34,7 +34,7 @@ final class FleetFullDiskTests: XCTestCase {
                       log.all.joined(separator: "\n"))
 
         // What a consumer parses: the retained state document, the status socket's JSON, the metrics file.
-        let state = FleetJSON.state(FleetTestEvents.state(), kiosk: "kiosk-1", link: link, wallTimeNanoseconds: 0)
+        let state = MQTTJSON.state(MQTTTestEvents.state(), kiosk: "kiosk-1", link: link, wallTimeNanoseconds: 0)
         let mqtt = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(state.utf8)) as? [String: Any])?["mqtt"] as? [String: Any])
         XCTAssertEqual(mqtt["spool_dropped_no_space"] as? Int, 3, state)
         XCTAssertEqual(mqtt["queue_dropped"] as? Int, 0, state)
@@ -54,7 +54,7 @@ final class FleetFullDiskTests: XCTestCase {
 
         // Room again: the next event is spooled, the output is no longer down, the count stays.
         disk.clear()
-        output.report(FleetTestEvents.event(seq: 4, text: "CODE-4"))
+        output.report(MQTTTestEvents.event(seq: 4, text: "CODE-4"))
         XCTAssertTrue(waitUntil(10) { output.link.spool.records == 1 }, "\(output.link)")
         XCTAssertEqual(output.link.noSpaceDropped, 3)
         XCTAssertNotEqual(output.health.state, .down)

@@ -100,7 +100,7 @@ final class WorkerTests: XCTestCase {
         XCTAssertEqual(gate.entered.wait(timeout: .now() + 10), .success)
         XCTAssertFalse(worker.stop(deadline: .now().adding(milliseconds: 100)))
         XCTAssertEqual(forced.all.count, 1, "forceInactive runs when the deadline passes")
-        XCTAssertTrue(log.lines.contains { $0.contains("test-stuck: did not stop within its deadline") }, "\(log.lines)")
+        XCTAssertTrue(log.all.contains { $0.contains("test-stuck: did not stop within its deadline") }, "\(log.all)")
         gate.release()   // the detached thread ends on its own
     }
 
@@ -148,7 +148,7 @@ final class WorkerTests: XCTestCase {
         try group.start()
         XCTAssertFalse(group.stop(deadline: .now().adding(milliseconds: 20)))
         XCTAssertEqual(order.all, ["start a", "start b", "start c", "stop c", "stop b", "force b", "stop a", "force a"])
-        XCTAssertTrue(log.lines.contains { $0.contains("shutdown: b, a did not stop by the deadline") }, "\(log.lines)")
+        XCTAssertTrue(log.all.contains { $0.contains("shutdown: b, a did not stop by the deadline") }, "\(log.all)")
     }
 
     func testAGroupWhoseStartFailsStopsWhatStarted() {

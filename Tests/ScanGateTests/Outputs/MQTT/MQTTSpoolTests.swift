@@ -5,7 +5,7 @@ import Platform
 import XCTest
 
 /// The on-disk spool alone: durability across reopen, torn tails, the head file, bounds.
-final class FleetSpoolTests: XCTestCase {
+final class MQTTSpoolTests: XCTestCase {
     func payload(_ n: Int, size: Int = 0) -> [UInt8] { Array("event \(n)".utf8) + [UInt8](repeating: 0x2E, count: size) }
 
     func open(_ dir: String, log: LogCapture = LogCapture(), maxBytes: Int = 1 << 20, maxAgeHours: Int64 = 0,

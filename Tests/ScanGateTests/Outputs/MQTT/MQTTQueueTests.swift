@@ -7,7 +7,7 @@ import Synchronization
 import XCTest
 
 /// The bounded queue in front of the spool: a dropped event's memory goes with it.
-final class FleetQueueTests: XCTestCase {
+final class MQTTQueueTests: XCTestCase {
     func payload(_ n: Int, size: Int) -> [UInt8] { Array("\(n):".utf8) + [UInt8](repeating: 0x78, count: size) }
 
     /// 20 MiB pushed into an 8 MiB queue that nobody takes from (the spool thread stuck in fdatasync):
@@ -62,15 +62,15 @@ final class FleetQueueTests: XCTestCase {
         let library = try MosquittoLibrary()
         let port = try FreePort.make()   // no broker: the events stay in the spool
         let log = LogCapture()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: port, spool: try TestFiles.temporaryDirectory() + "/spool"),
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: port, spool: try TestFiles.temporaryDirectory() + "/spool"),
                                                 library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         let gate = DispatchSemaphore(value: 0)
         output.context.writerGate.withLock { $0 = gate }
         let text = String(repeating: "q", count: 100 << 10)
-        output.report(FleetTestEvents.event(seq: 1, text: text))
+        output.report(MQTTTestEvents.event(seq: 1, text: text))
         XCTAssertTrue(waitUntil(10) { output.context.writerHeld.load(ordering: .acquiring) }, "the spool thread is held")
-        for seq in 2...201 as ClosedRange<UInt64> { output.report(FleetTestEvents.event(seq: seq, text: text)) }
+        for seq in 2...201 as ClosedRange<UInt64> { output.report(MQTTTestEvents.event(seq: seq, text: text)) }
         let stats = output.context.queueStats
         XCTAssertLessThanOrEqual(stats.stored, MQTTOutput.queueLimitBytes, "the queue holds at most its bound: \(stats)")
         XCTAssertLessThanOrEqual(stats.charged, MQTTOutput.queueLimitBytes)

@@ -4,7 +4,7 @@ import Foundation
 import XCTest
 
 /// The MQTT bench functions run (small counts; the figures themselves come from `scangate bench`).
-final class FleetBenchTests: XCTestCase {
+final class MQTTBenchTests: XCTestCase {
     func testTheMQTTBenchMeasuresLatencyAndABurst() throws {
         let report = try BenchMQTT.run(latencySamples: 50, burstEvents: 1000)
         XCTAssertEqual(report.latency.samples.count, 50)

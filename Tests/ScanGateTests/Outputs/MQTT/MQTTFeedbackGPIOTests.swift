@@ -13,12 +13,12 @@ import Settings
 /// A central server as the door controller: `feedback` commands through Debian's mosquitto reach the
 /// daemon's feedback hub and play on the GPIO lines (the libgpiod fake), as a grant or a deny from a
 /// read would.
-final class FleetFeedbackGPIOTests: XCTestCase {
+final class MQTTFeedbackGPIOTests: XCTestCase {
     func testFeedbackGrantAndDenyFromTheBrokerPlayOnTheGPIOLines() throws {
         let library = try MosquittoLibrary()
         let broker = try MQTTTestBroker()
         try broker.start()
-        var settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        var settings = MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
         settings.commands = true
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result", prefix + "/status"])
@@ -39,7 +39,7 @@ final class FleetFeedbackGPIOTests: XCTestCase {
         let gpio = try XCTUnwrap(GPIOFeedback.make(settings: gs, logger: log.logger, calls: gpiod, clock: SystemFeedbackClock()))
         hub.install(gpio, slot: "gpio")
         defer { hub.close(deadline: .now().adding(milliseconds: 2000)) }
-        let output = try FleetTestEvents.output(settings, library: library, log: log, feedback: hub)
+        let output = try MQTTTestEvents.output(settings, library: library, log: log, feedback: hub)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(sub.wait(timeout: 15) { m in m.contains { $0.topic == prefix + "/status" && $0.text == "online" } })
         func levels(_ offset: Int) -> [Int32] { gpiod.sets.filter { $0.offset == offset }.map(\.value) }

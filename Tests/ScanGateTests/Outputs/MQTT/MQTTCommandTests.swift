@@ -5,7 +5,7 @@ import Platform
 import XCTest
 
 /// The command parser and replay guard alone, then commands end to end through the broker.
-final class FleetCommandTests: XCTestCase {
+final class MQTTCommandTests: XCTestCase {
     let now: Int64 = 1_800_000_000
 
     func parse(_ name: String, _ json: String) -> Result<MQTTCommand, MQTTCommandRefusal> {
@@ -125,7 +125,7 @@ final class FleetCommandTests: XCTestCase {
         let broker = try MQTTTestBroker()
         try broker.start()
         let spool = try TestFiles.temporaryDirectory() + "/spool"
-        var settings = FleetTestEvents.settings(port: broker.port, spool: spool)
+        var settings = MQTTTestEvents.settings(port: broker.port, spool: spool)
         settings.commands = true
         let prefix = "scangate/kiosk-1"
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result", prefix + "/status", prefix + "/state"])
@@ -137,8 +137,8 @@ final class FleetCommandTests: XCTestCase {
         func results(_ name: String) -> [[String: Any]] { sub.messages(on: prefix + "/cmd/\(name)/result").compactMap(\.json) }
         // A retained command, waiting in the broker: it would come again on every connection, so it is refused.
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/reload", message: #"{"id":"ret","expires":\#(expires)}"#, retain: true)
-        let output = try FleetTestEvents.output(settings, library: library, log: log, commands: handler, feedback: feedback,
-                                                state: { FleetState(status: handler.status, version: "t", uptimeSeconds: 1) })
+        let output = try MQTTTestEvents.output(settings, library: library, log: log, commands: handler, feedback: feedback,
+                                                state: { MQTTState(status: handler.status, version: "t", uptimeSeconds: 1) })
         handler.observe(output)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         func states() -> [String] { sub.messages(on: prefix + "/state").compactMap { $0.json?["status"] as? String } }
@@ -197,13 +197,13 @@ final class FleetCommandTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/#"])
         sub.waitSubscribed(port: broker.port)
         let handler = RecordingCommandHandler()
-        let output = try FleetTestEvents.output(FleetTestEvents.settings(port: broker.port, spool: spool), library: library,
+        let output = try MQTTTestEvents.output(MQTTTestEvents.settings(port: broker.port, spool: spool), library: library,
                                                 log: LogCapture(), commands: handler)
         XCTAssertTrue(sub.wait(timeout: 10) { $0.contains { $0.topic == prefix + "/state" } })
         let expires = Int64(Date().timeIntervalSince1970) + 60
         mosquittoPub(port: broker.port, topic: prefix + "/cmd/pause", message: #"{"id":"p1","expires":\#(expires)}"#)
         // An event reported after the command comes back after it; by then a result would have been sent.
-        output.report(FleetTestEvents.event(seq: 1, text: "marker"))
+        output.report(MQTTTestEvents.event(seq: 1, text: "marker"))
         XCTAssertTrue(sub.wait(timeout: 10) { $0.contains { $0.topic == prefix + "/event" } })
         output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000))
         XCTAssertTrue(sub.messages.filter { $0.topic.hasSuffix("/result") }.isEmpty)

@@ -7,14 +7,14 @@ import Settings
 
 /// TLS with a test CA made by openssl: a client certificate accepted; a wrong CA, an expired
 /// certificate and a broker certificate for another host name refused, with a log line that says so.
-final class FleetTLSTests: XCTestCase {
+final class MQTTTLSTests: XCTestCase {
     var library: MosquittoLibrary!
-    var ca: FleetTestCA!
+    var ca: MQTTTestCA!
     var server: (cert: String, key: String)!
 
     override func setUpWithError() throws {
         library = try MosquittoLibrary()
-        ca = try FleetTestCA()
+        ca = try MQTTTestCA()
         server = try ca.issue("server", commonName: "broker", subjectAltName: "IP:127.0.0.1,DNS:localhost")
     }
 
@@ -26,7 +26,7 @@ final class FleetTLSTests: XCTestCase {
     }
 
     func settings(_ broker: MQTTTestBroker, client: (cert: String, key: String), caFile: String? = nil) throws -> MQTTSettings {
-        var s = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        var s = MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
         s.tlsCA = caFile ?? ca.certificate
         s.tlsCert = client.cert
         s.tlsKey = client.key
@@ -45,10 +45,10 @@ final class FleetTLSTests: XCTestCase {
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1")
         let sub = try subscriber(broker, topics: ["scangate/kiosk-1/#"])
         let log = LogCapture()
-        let output = try FleetTestEvents.output(try settings(broker, client: client), library: library, log: log)
+        let output = try MQTTTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(waitUntil(15) { output.link.connected }, "\(output.link) \(log.all)")
-        output.report(FleetTestEvents.event(seq: 1, text: "over TLS"))
+        output.report(MQTTTestEvents.event(seq: 1, text: "over TLS"))
         XCTAssertTrue(sub.wait(timeout: 15) { $0.contains { $0.topic == "scangate/kiosk-1/event" } },
                       "\(sub.messages.map(\.topic))\n\(broker.log)")
         XCTAssertEqual(sub.messages(on: "scangate/kiosk-1/event").first?.json?["data"] as? String, "over TLS")
@@ -59,9 +59,9 @@ final class FleetTLSTests: XCTestCase {
     func testAWrongCAIsRefusedWithALogLineThatSaysSo() throws {
         let broker = try tlsBroker()
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1")
-        let other = try FleetTestCA(name: "other-ca")
+        let other = try MQTTTestCA(name: "other-ca")
         let log = LogCapture()
-        let output = try FleetTestEvents.output(try settings(broker, client: client, caFile: other.certificate), library: library, log: log)
+        let output = try MQTTTestEvents.output(try settings(broker, client: client, caFile: other.certificate), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         XCTAssertTrue(waitUntil(15) { log.contains("certificate verify failed") }, log.all.joined(separator: "\n"))
         let line = try XCTUnwrap(log.all.first { $0.contains("certificate verify failed") })
@@ -75,7 +75,7 @@ final class FleetTLSTests: XCTestCase {
         let broker = try tlsBroker()
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1", expired: true)
         let log = LogCapture()
-        let output = try FleetTestEvents.output(try settings(broker, client: client), library: library, log: log)
+        let output = try MQTTTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         XCTAssertTrue(waitUntil(15) { log.contains("expired on") }, log.all.joined(separator: "\n") + "\n" + broker.log)
         let line = try XCTUnwrap(log.all.first { $0.contains("expired on") })
@@ -91,7 +91,7 @@ final class FleetTLSTests: XCTestCase {
         let broker = try tlsBroker(serverCert: wrong)
         let client = try ca.issue("kiosk-1", commonName: "kiosk-1")
         let log = LogCapture()
-        let output = try FleetTestEvents.output(try settings(broker, client: client), library: library, log: log)
+        let output = try MQTTTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         XCTAssertTrue(waitUntil(15) { log.contains("certificate verify failed") }, log.all.joined(separator: "\n"))
         XCTAssertFalse(output.link.connected)
@@ -99,7 +99,7 @@ final class FleetTLSTests: XCTestCase {
 }
 
 /// mqtt-username and mqtt-password-file against a broker with a mosquitto_passwd file.
-final class FleetPasswordTests: XCTestCase {
+final class MQTTPasswordTests: XCTestCase {
     func testUserAndPasswordFileAreAcceptedAndAWrongPasswordIsRefusedWithoutShowingIt() throws {
         let library = try MosquittoLibrary()
         let dir = try TestFiles.temporaryDirectory()
@@ -116,17 +116,17 @@ final class FleetPasswordTests: XCTestCase {
         let secret = dir + "/mqtt.pass"
         try TestFiles.write("right horse battery\n", to: secret)
         chmod(secret, 0o600)
-        var settings = FleetTestEvents.settings(port: broker.port, spool: dir + "/spool")
+        var settings = MQTTTestEvents.settings(port: broker.port, spool: dir + "/spool")
         settings.username = "kiosk-1"
         settings.passwordFile = secret
         let log = LogCapture()
-        let good = try FleetTestEvents.output(settings, library: library, log: log)
+        let good = try MQTTTestEvents.output(settings, library: library, log: log)
         XCTAssertTrue(waitUntil(10) { good.link.connected }, "\(good.link)")
         good.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000))
 
         try TestFiles.write("wrong staple\n", to: secret)
         settings.spool = dir + "/spool2"
-        let bad = try FleetTestEvents.output(settings, library: library, log: log)
+        let bad = try MQTTTestEvents.output(settings, library: library, log: log)
         defer { bad.close(deadline: MonotonicInstant.now().adding(milliseconds: 2000)) }
         XCTAssertTrue(waitUntil(10) { log.contains("the broker refused the connection") }, log.all.joined(separator: "\n"))
         let line = try XCTUnwrap(log.all.first { $0.contains("the broker refused the connection") })

@@ -4,18 +4,18 @@ import Platform
 /// What the daemon tells the fleet about itself: the provider closure the MQTT output calls for the
 /// retained `<prefix>/state` (on change, and every `mqtt-state-interval-s`). The daemon fills it from its
 /// own counters at integration; the closure runs on the MQTT session thread and must not block.
-public struct FleetState: Sendable, Equatable {
+public struct MQTTState: Sendable, Equatable {
     public var status: DaemonStatus
     public var version: String
     public var uptimeSeconds: Double
     /// The camera and each output or device (the MQTT output adds its own link and spool).
     public var components: [ComponentHealth]
-    public var counters: FleetCounters
+    public var counters: MQTTCounters
     /// The last read's wall-clock time, nanoseconds since the epoch.
     public var lastReadWallNanoseconds: Int64?
 
     public init(status: DaemonStatus, version: String, uptimeSeconds: Double, components: [ComponentHealth] = [],
-                counters: FleetCounters = FleetCounters(), lastReadWallNanoseconds: Int64? = nil) {
+                counters: MQTTCounters = MQTTCounters(), lastReadWallNanoseconds: Int64? = nil) {
         self.status = status
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -31,7 +31,7 @@ public struct FleetState: Sendable, Equatable {
     }
 }
 
-public struct FleetCounters: Sendable, Equatable {
+public struct MQTTCounters: Sendable, Equatable {
     public var framesCaptured: UInt64
     public var framesDecoded: UInt64
     public var framesDropped: UInt64
@@ -68,7 +68,7 @@ public struct MQTTLinkStatus: Sendable, Equatable {
     public var dropped: UInt64 { spool.dropped + queueDropped + noSpaceDropped }
 }
 
-enum FleetJSON {
+enum MQTTJSON {
     static func component(_ c: ComponentHealth) -> String {
         JSONText.object([
             ("name", JSONText.string(c.name)),
@@ -82,7 +82,7 @@ enum FleetJSON {
     }
 
     /// The retained state document.
-    static func state(_ s: FleetState, kiosk: String, link: MQTTLinkStatus, wallTimeNanoseconds: Int64) -> String {
+    static func state(_ s: MQTTState, kiosk: String, link: MQTTLinkStatus, wallTimeNanoseconds: Int64) -> String {
         JSONText.object([
             ("kiosk", JSONText.string(kiosk)),
             ("time", JSONText.string(WallClock.rfc3339(nanoseconds: wallTimeNanoseconds))),

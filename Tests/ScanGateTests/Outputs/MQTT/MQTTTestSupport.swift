@@ -20,7 +20,7 @@ final class MQTTTestBroker {
     /// `listener`: the listener block; nil: a plain anonymous listener on `port`.
     init(port fixedPort: Int? = nil, listener: ((Int, String) -> String)? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: MQTTTestBroker.executable) else {
-            throw FleetTestError("the mosquitto broker is missing: install it with `scripts/install-deps test` (Debian package mosquitto)")
+            throw MQTTTestError("the mosquitto broker is missing: install it with `scripts/install-deps test` (Debian package mosquitto)")
         }
         directory = try TestFiles.temporaryDirectory()
         port = try fixedPort ?? FreePort.make()
@@ -56,7 +56,7 @@ final class MQTTTestBroker {
         process = p
         guard waitUntil(10, { FreePort.accepts(port) || !p.isRunning }), p.isRunning else {
             XCTFail("mosquitto did not start listening on 127.0.0.1:\(port); its log:\n\(log)", file: file, line: line)
-            throw FleetTestError("broker did not start")
+            throw MQTTTestError("broker did not start")
         }
     }
 
@@ -86,7 +86,7 @@ final class MQTTTestBroker {
 }
 
 /// A failure raised as an error (to end a test's set-up with a message); not a skip.
-struct FleetTestError: Error, CustomStringConvertible {
+struct MQTTTestError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
@@ -278,9 +278,9 @@ final class RecordingCommandHandler: MQTTCommandHandler {
 
 /// What the command tests through the broker start with: Debian's mosquitto, a subscriber on the
 /// command results (and `topics`, under the prefix), and MQTT settings with commands on.
-final class FleetCommandRig {
+final class MQTTCommandRig {
     static let prefix = "scangate/kiosk-1"
-    let prefix = FleetCommandRig.prefix
+    let prefix = MQTTCommandRig.prefix
     let broker: MQTTTestBroker
     let sub: MQTTTestSubscriber
     var settings: MQTTSettings
@@ -290,7 +290,7 @@ final class FleetCommandRig {
         try broker.start()
         sub = try MQTTTestSubscriber(port: broker.port, topics: [Self.prefix + "/cmd/+/result"] + topics.map { Self.prefix + $0 })
         sub.waitSubscribed(port: broker.port)
-        settings = FleetTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
+        settings = MQTTTestEvents.settings(port: broker.port, spool: try TestFiles.temporaryDirectory() + "/spool")
         settings.commands = true
     }
 
@@ -307,7 +307,7 @@ final class FleetCommandRig {
     }
 }
 
-enum FleetTestEvents {
+enum MQTTTestEvents {
     static func event(seq: UInt64, payload: [UInt8], symbology: Symbology = .qr) -> ReadEvent {
         let now = MonotonicInstant.now()
         return ReadEvent(seq: seq, wallTimeNanoseconds: WallClock.nowNanoseconds(),
@@ -327,15 +327,15 @@ enum FleetTestEvents {
         return s
     }
 
-    static func state() -> FleetState {
-        FleetState(status: .scanning, version: "0.1.0-test", uptimeSeconds: 12.5,
+    static func state() -> MQTTState {
+        MQTTState(status: .scanning, version: "0.1.0-test", uptimeSeconds: 12.5,
                    components: [ComponentHealth(name: "camera", state: .ok, detail: "sim: 640x480")],
-                   counters: FleetCounters(framesCaptured: 100, framesDecoded: 99, framesDropped: 1, reads: 5, rejected: 1))
+                   counters: MQTTCounters(framesCaptured: 100, framesDecoded: 99, framesDropped: 1, reads: 5, rejected: 1))
     }
 
     static func output(_ settings: MQTTSettings, library: MosquittoLibrary, log: LogCapture,
                        commands: MQTTCommandHandler? = nil, feedback: FeedbackSink? = nil,
-                       state: @escaping @Sendable () -> FleetState = { FleetTestEvents.state() },
+                       state: @escaping @Sendable () -> MQTTState = { MQTTTestEvents.state() },
                        onAcknowledged: (@Sendable (Int) -> Void)? = nil, clock: SpoolClock = .system(),
                        writeFaults: WriteFaults = .none) throws -> MQTTOutput {
         let configuration = try settings.resolve(hostName: "testhost")
@@ -360,7 +360,7 @@ final class PahoPeer {
         guard FileManager.default.isExecutableFile(atPath: python),
               (try? Process.run(URL(fileURLWithPath: python), arguments: ["-c", "import paho.mqtt"]))
                 .map({ $0.waitUntilExit(); return $0.terminationStatus == 0 }) == true else {
-            throw FleetTestError("paho-mqtt is missing from .build/venv: run scripts/python-env (installs Tests/python-requirements.txt)")
+            throw MQTTTestError("paho-mqtt is missing from .build/venv: run scripts/python-env (installs Tests/python-requirements.txt)")
         }
     }
 

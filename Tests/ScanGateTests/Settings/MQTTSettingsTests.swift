@@ -7,7 +7,7 @@ import XCTest
 import Settings
 
 /// MQTTSettings: defaults, validate() messages, resolve() (client id, prefix, password file, key file).
-final class FleetSettingsTests: XCTestCase {
+final class MQTTSettingsTests: XCTestCase {
     func message(_ edit: (inout MQTTSettings) -> Void) -> String {
         var s = MQTTSettings()
         s.host = "broker.example"
@@ -212,7 +212,7 @@ final class FleetSettingsTests: XCTestCase {
     }
 
     func testEventPayloadIsTheStdoutLineWithIdAndKioskFirst() throws {
-        let event = FleetTestEvents.event(seq: 7, text: "hello")
+        let event = MQTTTestEvents.event(seq: 7, text: "hello")
         let line = EventLine.json(event)
         let payload = MQTTOutput.eventPayload(line, id: "abc-7", kiosk: "k1")
         XCTAssertEqual(payload, "{\"id\":\"abc-7\",\"kiosk\":\"k1\"," + line.dropFirst())
