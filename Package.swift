@@ -73,6 +73,9 @@ let package = Package(
 
         // Drivers that feedback and the outputs use.
         .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "CGpiod"], swiftSettings: swiftSettings),
+        // The one fake of the gpiod calls (chips in memory, sets recorded with their time, edges injected):
+        // for the unit tests and the bench (Tools), in a target of its own so no driver or output links it.
+        .target(name: "MemoryGPIO", dependencies: ["Core", "GPIO", "Platform"], swiftSettings: swiftSettings),
         .target(name: "Sound", dependencies: ["Core", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
         .target(name: "SerialLine", dependencies: ["Core", "Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
 
@@ -115,7 +118,7 @@ let package = Package(
         // Tools outside the decode path of `run`: still-image decoding (zxing-cpp, label unwarping), corpus
         // scoring, `bench` and `soak`.
         .target(name: "Tools", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "Debounce", "Pipeline",
-                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "Feedback",
+                                              "Simulator", "Stdout", "Serial", "SerialLine", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "MemoryGPIO", "Feedback",
                                               "CShim",
                                               "CZbar", "CZXingShim"],
                 swiftSettings: swiftSettings),
@@ -129,7 +132,7 @@ let package = Package(
 
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
-                                   "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
+                                   "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "MemoryGPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
                                    "Tools", "App", "CShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
