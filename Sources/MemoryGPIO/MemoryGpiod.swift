@@ -42,6 +42,15 @@ public final class MemoryGpiod: GpiodCalls {
         public var initialValue: Int32
         /// False: an input with edge events.
         public var output: Bool
+
+        public init(chip: String, offset: Int, consumer: String, activeLow: Bool, initialValue: Int32, output: Bool = true) {
+            self.chip = chip
+            self.offset = offset
+            self.consumer = consumer
+            self.activeLow = activeLow
+            self.initialValue = initialValue
+            self.output = output
+        }
     }
 
     /// One `setValues`: when, which lines, the logical values asked for and the physical levels left.

@@ -82,10 +82,9 @@ final class WiegandLinePair: @unchecked Sendable {
     @discardableResult
     func close() -> Errno? {
         guard let request else { return nil }
-        var failure: Errno?
-        if case .failure(let e) = idle() { failure = e }
         setter = nil
-        request.release()
+        log?.append(Self.valueSets[Levels.idle.rawValue])
+        let failure = request.release()   // both idle, then released
         self.request = nil
         return failure
     }
