@@ -74,7 +74,10 @@ let package = Package(
         .target(name: "Pipeline", dependencies: ["Core", "Platform", "Decoding", "Debounce"], swiftSettings: swiftSettings),
 
         // Drivers that feedback and the outputs use.
-        .target(name: "GPIO", dependencies: ["Core", "Settings", "Platform", "Runtime", "CGpiod"], swiftSettings: swiftSettings),
+        .target(name: "GPIO", dependencies: ["Settings", "Platform", "CGpiod"], swiftSettings: swiftSettings),
+        // The one fake of the gpiod calls (chips in memory, sets recorded with their time, edges injected):
+        // for the unit tests and the bench (Tools), in a target of its own so no driver or output links it.
+        .target(name: "MemoryGPIO", dependencies: ["Core", "GPIO", "Platform"], swiftSettings: swiftSettings),
         .target(name: "Sound", dependencies: ["Core", "Platform", "Runtime", "Settings", "CALSA", "CShim"], swiftSettings: swiftSettings),
         .target(name: "SerialLine", dependencies: ["Settings", "Platform", "CShim"], swiftSettings: swiftSettings),
 
@@ -99,7 +102,7 @@ let package = Package(
         .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL", "CShim"],
                 path: "Sources/Outputs/MQTT", swiftSettings: swiftSettings),
         // 7. Feedback: the one door in; GPIO and the beep play.
-        .target(name: "Feedback", dependencies: ["Core", "Platform", "Settings", "Components", "GPIO", "Sound"],
+        .target(name: "Feedback", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components", "GPIO", "Sound"],
                 swiftSettings: swiftSettings),
         // Every output and feedback device, once.
         .target(name: "Catalog", dependencies: ["Core", "Settings", "Components", "Policies", "Camera", "Simulator", "Replay",
@@ -122,8 +125,8 @@ let package = Package(
         .target(name: "Soak", dependencies: ["Core", "Platform"], path: "Sources/Tools/Soak", swiftSettings: swiftSettings),
         // and `bench`: the pipeline and each output timed on the devices they drive.
         .target(name: "Bench", dependencies: ["Core", "Platform", "Settings", "Decoding", "Debounce", "Pipeline", "Simulator",
-                                              "Stdout", "Serial", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "Feedback",
-                                              "Soak", "CShim"],
+                                              "Stdout", "Serial", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "MemoryGPIO",
+                                              "Feedback", "Soak", "CShim"],
                 path: "Sources/Tools/Bench", swiftSettings: swiftSettings),
         // The commands (run, doctor, decode-image, make-code, ...): wiring only.
         .target(name: "App", dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator",
@@ -135,7 +138,7 @@ let package = Package(
 
         .testTarget(name: "ScanGateTests",
                     dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
-                                   "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "Sound", "SerialLine",
+                                   "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "MemoryGPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
                                    "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.

@@ -20,16 +20,12 @@ public struct DeviceSeams: Sendable {
     public var gpiod: any GpiodCalls
     public var alsa: any ALSACalls
     public var serial: any SerialSystemCalls
-    /// libgpiod with bulk requests and edge events (Wiegand).
-    public var gpiodBulk: any GpiodBulkCalls
 
     public init(gpiod: any GpiodCalls = SystemGpiodCalls(), alsa: any ALSACalls = LibASound(),
-                serial: any SerialSystemCalls = GlibcSerialSystemCalls(),
-                gpiodBulk: any GpiodBulkCalls = SystemGpiodCalls()) {
+                serial: any SerialSystemCalls = GlibcSerialSystemCalls()) {
         self.gpiod = gpiod
         self.alsa = alsa
         self.serial = serial
-        self.gpiodBulk = gpiodBulk
     }
 }
 
@@ -41,7 +37,7 @@ public enum Catalog {
         [
             StdoutOutput.component,
             SerialOutput.component(system: seams.serial),
-            WiegandOutput.component(calls: seams.gpiodBulk),
+            WiegandOutput.component(calls: seams.gpiod),
             OSDPOutput.component(system: seams.serial, firmware: firmware, wiegandBits: wiegandBits),
             DoorRelayOutput.component(calls: seams.gpiod),
             MQTTOutput.component(hooks: fleet),
@@ -86,9 +82,11 @@ extension Catalog {
     /// (credential-keys: present, parseable, safe permissions). Each error names the option or file and
     /// says what is allowed. What needs the device (the camera, a serial port, GPIO lines being free, the
     /// sound card, the broker, a panel) is left to `doctor`: `deviceChecks` names those.
-    public static func check(_ settings: RunSettings, components: [Component] = components()) throws {
+    /// `gpiod` resolves line names and chip names for the line-owner check (nil: compared as written).
+    public static func check(_ settings: RunSettings, components: [Component] = components(),
+                             gpiod: (any GpiodCalls)? = SystemGpiodCalls()) throws {
         try validate(settings, components: components)
-        try checkLineOwners(settings)
+        try checkLineOwners(settings, components: components, gpiod: gpiod)
         if settings.credential.format != .off {
             do throws(KeyFileError) {
                 _ = try CredentialKeySet.load(path: settings.credential.keys ?? "")
@@ -112,32 +110,12 @@ extension Catalog {
         return checks
     }
 
-    /// Every GPIO line named anywhere (LEDs, buzzer, status LED, Wiegand, the door relay) has one owner:
-    /// two claims of one line on one chip are refused with a message naming both.
-    static func checkLineOwners(_ settings: RunSettings) throws(UsageError) {
-        var claims: [(chip: String, line: GPIOLineSpec, owner: String)] = []
-        if let chip = settings.gpio.chip {
-            for role in GPIORole.allCases {
-                if let line = settings.gpio.lines[role] { claims.append((chip, line, String(role.flag.dropFirst(2)))) }
-            }
-        }
-        let w = settings.effectiveWiegand
-        if let chip = w.chip {
-            let lines: [(String, GPIOLineSpec?)] = [
-                (WiegandSettings.Option.d0, w.d0), (WiegandSettings.Option.d1, w.d1),
-                (WiegandSettings.Option.ledInput, w.ledInput), (WiegandSettings.Option.beeperInput, w.beeperInput),
-            ]
-            for (option, line) in lines {
-                if let line { claims.append((chip, line, option.hasPrefix("--") ? String(option.dropFirst(2)) : option)) }
-            }
-        }
-        let r = settings.effectiveDoorRelay
-        if r.isEnabled, let chip = r.chip, let line = r.line { claims.append((chip, line, DoorRelaySettings.Option.line)) }
-        for (i, a) in claims.enumerated() {
-            for b in claims[(i + 1)...] where a.chip.utf8.elementsEqual(b.chip.utf8) && a.line == b.line {
-                throw UsageError("\(a.owner) and \(b.owner) both name line \(a.line) on \(a.chip); each GPIO line needs one owner")
-            }
-        }
+    /// Every GPIO line any configured component names (`Component.lineClaims`: LEDs, buzzer, status LED,
+    /// Wiegand D0/D1 and inputs, the door relay) has one owner: a second claim of one line on one chip is
+    /// refused with a message naming both. Names and chips are resolved through `gpiod` when the chip opens.
+    static func checkLineOwners(_ settings: RunSettings, components: [Component], gpiod: (any GpiodCalls)?) throws(UsageError) {
+        let claims = components.flatMap { $0.lineClaims(settings) }
+        if let conflict = LineOwners.conflict(claims, calls: gpiod) { throw UsageError(conflict) }
     }
 
     /// The options of every section, for `--help`, the config file and check-config.

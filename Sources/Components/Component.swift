@@ -22,13 +22,18 @@ public struct Component: Sendable {
     public let doctorFlags: [DoctorFlag]
     /// Doctor's rows for it: none when it is not configured.
     public let doctor: @Sendable (RunSettings, DoctorContext) -> [DoctorRow]
+    /// The GPIO lines it would request with these settings (none when it is not configured), for the
+    /// one check that every line has one owner across the catalogue.
+    public let lineClaims: @Sendable (RunSettings) -> [GPIOLineClaim]
 
     public init(name: String, options: [OptionSpec], role: Role, doctorFlags: [DoctorFlag] = [],
+                lineClaims: @escaping @Sendable (RunSettings) -> [GPIOLineClaim] = { _ in [] },
                 doctor: @escaping @Sendable (RunSettings, DoctorContext) -> [DoctorRow]) {
         self.name = name
         self.options = options
         self.role = role
         self.doctorFlags = doctorFlags
+        self.lineClaims = lineClaims
         self.doctor = doctor
     }
 }

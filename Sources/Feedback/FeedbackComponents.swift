@@ -15,6 +15,14 @@ extension GPIOFeedback {
             doctorFlags: [DoctorFlag("blink", help: "drive each LED and the buzzer active once (300 ms), one after the other",
                                      howToConfigure: "set gpio-chip and at least one of led-green, led-red, status-led, buzzer in [gpio]",
                                      isConfigured: { $0.gpio.hasLines })],
+            lineClaims: { settings in
+                guard let chip = settings.gpio.chip else { return [] }
+                return GPIORole.allCases.compactMap { role in
+                    settings.gpio.lines[role].map {
+                        GPIOLineClaim(section: "gpio", option: String(role.flag.dropFirst(2)), chip: chip, line: $0)
+                    }
+                }
+            },
             doctor: { settings, context in
                 guard settings.gpio.chip != nil else { return [] }
                 return GPIODoctor(settings: settings.gpio, options: context.options, logger: context.logger,

@@ -4,8 +4,8 @@ import Glibc
 import CGpiod
 import Platform
 
-/// The bulk-output and edge-event calls over libgpiod 1.6 (v1 API).
-extension SystemGpiodCalls: GpiodBulkCalls {
+/// The request, value and edge-event calls over libgpiod 1.6 (v1 API): every request is a bulk one.
+extension SystemGpiodCalls {
     private func pointer(_ line: GpiodLineHandle) -> OpaquePointer? { OpaquePointer(bitPattern: line.address) }
 
     /// A gpiod_line_bulk of `lines` (at most GPIOD_LINE_BULK_MAX_LINES), or nil for an empty, too long

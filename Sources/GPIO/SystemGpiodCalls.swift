@@ -104,31 +104,4 @@ public struct SystemGpiodCalls: GpiodCalls {
         return name.isEmpty ? nil : name
     }
 
-    public func requestOutput(_ line: GpiodLineHandle, consumer: String, activeLow: Bool, initialValue: Int32)
-        -> Result<Void, Errno> {
-        guard let p = linePointer(line) else { return .failure(.invalidArgument) }
-        return consumer.withCString { name in
-            var config = gpiod_line_request_config(
-                consumer: name,
-                request_type: Int32(GPIOD_LINE_REQUEST_DIRECTION_OUTPUT),
-                flags: activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0)
-            errno = 0
-            if gpiod_line_request(p, &config, initialValue) == 0 { return .success(()) }
-            let e = Errno.current
-            return .failure(e.rawValue == 0 ? .ioError : e)
-        }
-    }
-
-    public func setValue(_ line: GpiodLineHandle, _ value: Int32) -> Result<Void, Errno> {
-        guard let p = linePointer(line) else { return .failure(.invalidArgument) }
-        errno = 0
-        if gpiod_line_set_value(p, value) == 0 { return .success(()) }
-        let e = Errno.current
-        return .failure(e.rawValue == 0 ? .ioError : e)
-    }
-
-    public func release(_ line: GpiodLineHandle) {
-        guard let p = linePointer(line) else { return }
-        gpiod_line_release(p)
-    }
 }

@@ -179,21 +179,14 @@ public struct WiegandSettings: SettingsSection {
             }
             return
         }
-        guard let d0, let d1 else {
+        guard d0 != nil, d1 != nil else {
             let missing = d0 == nil ? Option.d0 : Option.d1
             throw WiegandSettingsError(option: missing, "\(missing) is missing: Wiegand needs both \(Option.d0) and \(Option.d1) (line names like GPIO5 or offsets)")
         }
         guard let chip, !chip.isEmpty else {
             throw WiegandSettingsError(option: Option.chip, "\(Option.d0)/\(Option.d1) need a GPIO chip (--gpio-chip, or --\(Option.chip) for another chip): a label like pinctrl-rp1, a name like gpiochip0 or a path")
         }
-        var seen: [(String, GPIOLineSpec)] = [(Option.d0, d0)]
-        for (option, spec) in [(Option.d1, Optional(d1)), (Option.ledInput, ledInput), (Option.beeperInput, beeperInput)] {
-            guard let spec else { continue }
-            if let other = seen.first(where: { $0.1 == spec }) {
-                throw WiegandSettingsError(option: option, "\(option) and \(other.0) both name line \(spec); each needs its own line")
-            }
-            seen.append((option, spec))
-        }
+        // That D0, D1 and the inputs are four lines is the catalogue's one-owner check (GPIOLineClaim).
     }
 
     /// "26 (H10301), D0 GPIO5 / D1 GPIO6 on scangate-sim, pulses 50 us every 2000 us, frames 100 ms apart".

@@ -25,32 +25,23 @@ extension DoorRelayOutput {
             doctorFlags: [DoctorFlag("test-relay", help: "pulse the door relay once, for door-relay-ms (the strike should click)",
                                      howToConfigure: "set door-relay = GPIOn and door-relay-chip (or gpio-chip) in [door-relay]",
                                      isConfigured: { $0.doorRelay.isEnabled })],
+            lineClaims: { settings in
+                let r = settings.effectiveDoorRelay
+                guard r.isEnabled, let chip = r.chip, let line = r.line else { return [] }
+                return [GPIOLineClaim(section: "door-relay", option: DoorRelaySettings.Option.line, chip: chip, line: line)]
+            },
             doctor: { settings, context in
                 guard settings.doorRelay.isEnabled else { return [] }
                 return doctorRows(settings.effectiveDoorRelay, run: settings, context: context, calls: calls)
             })
     }
 
-    /// The section's own checks, and that the relay line is none of the LED, buzzer, status or Wiegand
-    /// lines on the same chip (both would be requested, and one refused as busy at run time; worse, a
-    /// door strike would follow an LED).
+    /// The section's own checks. That the relay line is no other device's line is the catalogue's
+    /// one-owner check (`lineClaims`).
     public static func validate(_ settings: RunSettings) throws {
         let r = settings.effectiveDoorRelay
-        guard r.isEnabled, let line = r.line else { return }
+        guard r.isEnabled, r.line != nil else { return }
         try r.validate()
-        let option = "--" + DoorRelaySettings.Option.line
-        if r.chip == settings.gpio.chip, let (role, _) = settings.gpio.lines.first(where: { $0.value == line }) {
-            throw UsageError("\(option) and \(role.flag) both name line \(line) on \(r.chip ?? "the chip"); the door relay needs its own line")
-        }
-        let w = settings.effectiveWiegand
-        guard w.chip == r.chip else { return }
-        let wiegandLines: [(String, GPIOLineSpec?)] = [
-            (WiegandSettings.Option.d0, w.d0), (WiegandSettings.Option.d1, w.d1),
-            (WiegandSettings.Option.ledInput, w.ledInput), (WiegandSettings.Option.beeperInput, w.beeperInput),
-        ]
-        for (other, spec) in wiegandLines where spec == line {
-            throw UsageError("\(option) and \(other) both name line \(line) on \(r.chip ?? "the chip"); the door relay needs its own line")
-        }
     }
 
     /// Set when nothing but the camera stands between a printed code and the door: no signed passes and

@@ -10,7 +10,7 @@ extension DoctorPart {
 
 extension WiegandOutput {
     /// The `[wiegand]` door output: D0/D1 to the panel, and the panel's LED and beeper inputs.
-    public static func component(calls: any GpiodBulkCalls = SystemGpiodCalls()) -> Component {
+    public static func component(calls: any GpiodCalls = SystemGpiodCalls()) -> Component {
         Component(
             name: "wiegand", options: OptionTable.wiegand,
             role: .output(OutputFactory(
@@ -25,6 +25,17 @@ extension WiegandOutput {
             doctorFlags: [DoctorFlag("test-wiegand", help: "send one test number (card 12345) on the Wiegand lines",
                                      howToConfigure: "set wiegand-d0, wiegand-d1 and wiegand-chip (or gpio-chip) in [wiegand]",
                                      isConfigured: { $0.effectiveWiegand.isEnabled })],
+            lineClaims: { settings in
+                let w = settings.effectiveWiegand
+                guard w.isEnabled || w.hasInputs, let chip = w.chip else { return [] }
+                let lines: [(String, GPIOLineSpec?)] = [
+                    (WiegandSettings.Option.d0, w.d0), (WiegandSettings.Option.d1, w.d1),
+                    (WiegandSettings.Option.ledInput, w.ledInput), (WiegandSettings.Option.beeperInput, w.beeperInput),
+                ]
+                return lines.compactMap { option, line in
+                    line.map { GPIOLineClaim(section: "wiegand", option: option, chip: chip, line: $0) }
+                }
+            },
             doctor: { settings, context in
                 let w = settings.effectiveWiegand
                 guard w.isEnabled else { return [] }
@@ -32,8 +43,8 @@ extension WiegandOutput {
             })
     }
 
-    /// The section's own checks, and that no Wiegand line is also an LED, buzzer or status line on the
-    /// same chip (both would be requested, and one of them refused as busy at run time).
+    /// The section's own checks. That no Wiegand line is another's (D0 and D1, the inputs, an LED, the
+    /// relay) is the catalogue's one-owner check (`lineClaims`).
     static func validate(_ settings: RunSettings) throws {
         let w = settings.effectiveWiegand
         guard w.isEnabled || w.hasInputs else { return }
@@ -42,22 +53,11 @@ extension WiegandOutput {
         } catch {
             throw UsageError("\(error.message)")
         }
-        guard w.chip == settings.gpio.chip else { return }
-        let wiegandLines: [(String, GPIOLineSpec?)] = [
-            (WiegandSettings.Option.d0, w.d0), (WiegandSettings.Option.d1, w.d1),
-            (WiegandSettings.Option.ledInput, w.ledInput), (WiegandSettings.Option.beeperInput, w.beeperInput),
-        ]
-        for (option, spec) in wiegandLines {
-            guard let spec else { continue }
-            if let (role, _) = settings.gpio.lines.first(where: { $0.value == spec }) {
-                throw UsageError("\(option) and \(role.flag) both name line \(spec) on \(w.chip ?? "the chip"); each needs its own line")
-            }
-        }
     }
 
     /// Doctor's rows: the lines requested as `run` requests them (and released again), and with
     /// `--test-wiegand` one test number sent and what the lines carried.
-    static func doctorRows(_ settings: WiegandSettings, context: DoctorContext, calls: any GpiodBulkCalls) -> [DoctorRow] {
+    static func doctorRows(_ settings: WiegandSettings, context: DoctorContext, calls: any GpiodCalls) -> [DoctorRow] {
         if context.options.switches.contains("test-wiegand") {
             let result = WiegandDoctor.sendTest(settings: settings, logger: context.logger, calls: calls)
             return [result.passed

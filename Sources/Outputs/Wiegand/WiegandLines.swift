@@ -1,88 +1,64 @@
+import Core
 import GPIO
 import Platform
 import Settings
 
-/// D0 and D1: one chip handle and one bulk request of both lines, the single owner of both. The lines
-/// are requested together (one kernel line handle) at idle, always set together (so both can never be
-/// low at once by a half-applied change), and left idle before they are released. Levels here are
-/// logical: 1 = a pulse; the request's active-low flag (the default, `wiegand-active-high` off) makes
-/// a pulse a low level on the wire. Not thread-safe: made by the output, then used only by the transmitter
-/// thread (hence @unchecked Sendable: handed over once, never shared).
-final class WiegandLinePair: @unchecked Sendable {
-    static let consumer = "scangate"
+/// Every set of D0/D1 with its CLOCK_MONOTONIC time, as the transmitter drove them (doctor
+/// --test-wiegand reports the timing from it). Appended to by the transmitter thread only.
+public final class WiegandSetLog: Sendable {
+    private let changes = PosixMutex<[WiegandTimingReport.Change]>([])
 
-    private let calls: GpiodBulkCalls
+    public init() { changes.withLock { $0.reserveCapacity(1024) } }
+
+    public var recorded: [WiegandTimingReport.Change] { changes.withLock { $0 } }
+
+    func append(_ values: [Int32]) {
+        let now = WiegandClock.now()
+        changes.withLock { $0.append(WiegandTimingReport.Change(atNanoseconds: now, values: values)) }
+    }
+}
+
+/// D0 and D1: one `LineRequest` of both lines, the single owner of them. The lines are requested
+/// together (one kernel line handle) at idle, always set together (so both can never be low at once by a
+/// half-applied change), and left idle before they are released. Levels here are logical: 1 = a pulse;
+/// the request's active-low flag (the default, `wiegand-active-high` off) makes a pulse a low level on the
+/// wire. Not thread-safe: made by the output, then used only by the transmitter thread (hence
+/// @unchecked Sendable: handed over once, never shared).
+final class WiegandLinePair: @unchecked Sendable {
+    private let calls: any GpiodCalls
     private let chipText: String
-    private let d0Spec: GPIOLineSpec
-    private let d1Spec: GPIOLineSpec
+    private let config: LineRequest.Config
     let activeLow: Bool
-    private var chip: GpiodChipHandle?
-    private var lines: [GpiodLineHandle] = []
+    private let log: WiegandSetLog?
+    private var request: LineRequest?
     /// Value sets, in the order of `Levels`: both idle, a pulse on D0, a pulse on D1.
+    private static let valueSets: [[Int32]] = [[0, 0], [1, 0], [0, 1]]
     private var setter: GpiodPreparedSetter?
     private enum Levels: Int { case idle = 0, d0 = 1, d1 = 2 }
     /// "D0 GPIO5 / D1 GPIO6 of scangate-sim (gpiochip0)", once open.
     private(set) var title = ""
 
-    init(calls: GpiodBulkCalls, chip: String, d0: GPIOLineSpec, d1: GPIOLineSpec, activeHigh: Bool) {
+    init(calls: any GpiodCalls, chip: String, d0: GPIOLineSpec, d1: GPIOLineSpec, activeHigh: Bool, log: WiegandSetLog? = nil) {
         self.calls = calls
         self.chipText = chip
-        self.d0Spec = d0
-        self.d1Spec = d1
         self.activeLow = !activeHigh
+        self.log = log
+        self.config = LineRequest.Config(
+            purpose: "Wiegand D0/D1",
+            lines: [.init(d0, flag: "--" + WiegandSettings.Option.d0), .init(d1, flag: "--" + WiegandSettings.Option.d1)],
+            direction: .output(initial: [0, 0]), activeLow: !activeHigh)
     }
 
-    var isOpen: Bool { !lines.isEmpty }
+    var isOpen: Bool { request != nil }
 
     /// Opens the chip and requests both lines at idle. Every failure is one line naming the option,
     /// the line and the chip, and what to do about it.
     func open() -> Result<Void, GPIOError> {
         guard !isOpen else { return .success(()) }
-        let chip: GpiodChipHandle
-        switch GPIOLookup.openChip(chipText, calls: calls) {
-        case .success(let c): chip = c
-        case .failure(let e): return .failure(e)
-        }
-        let chipTitle = GPIOLookup.chipTitle(chip, calls: calls)
-        func find(_ spec: GPIOLineSpec, _ flag: String) -> Result<GpiodLineHandle, GPIOError> {
-            GPIOLookup.findLine(spec, on: chip, flag: flag, calls: calls)
-        }
-        let d0: GpiodLineHandle, d1: GpiodLineHandle
-        switch (find(d0Spec, "--wiegand-d0"), find(d1Spec, "--wiegand-d1")) {
-        case (.success(let a), .success(let b)):
-            d0 = a
-            d1 = b
-        case (.failure(let e), _), (_, .failure(let e)):
-            calls.closeChip(chip)
-            return .failure(e)
-        }
-        let d0Title = GPIOLookup.lineTitle(d0Spec, line: d0, calls: calls)
-        let d1Title = GPIOLookup.lineTitle(d1Spec, line: d1, calls: calls)
-        if d0 == d1 {
-            calls.closeChip(chip)
-            return .failure(GPIOError(.lineConflict,
-                "--wiegand-d0 \(d0Spec) and --wiegand-d1 \(d1Spec) are the same line (\(d0Title)) on \(chipTitle); D0 and D1 need a line each"))
-        }
-        switch calls.requestOutputs([d0, d1], consumer: Self.consumer, activeLow: activeLow, initialValues: [0, 0]) {
-        case .success:
-            self.chip = chip
-            self.lines = [d0, d1]
-            self.setter = calls.preparedSetter([d0, d1], valueSets: [[0, 0], [1, 0], [0, 1]])
-            self.title = "D0 \(d0Title) / D1 \(d1Title) of \(chipTitle)"
-            return .success(())
-        case .failure(let e):
-            let holders = [(d0, d0Title), (d1, d1Title)].compactMap { line, title -> String? in
-                calls.lineConsumer(line).map { "\(title) is held by '\($0)'" }
-            }
-            calls.closeChip(chip)
-            if e == .busy {
-                let who = holders.isEmpty ? "another consumer holds one of them" : holders.joined(separator: ", ")
-                return .failure(GPIOError(.lineBusy,
-                    "Wiegand lines D0 \(d0Title) / D1 \(d1Title) on \(chipTitle) (--wiegand-d0, --wiegand-d1) are busy: \(who); stop that program (gpioinfo \(chipText) shows who holds each line) or choose other lines",
-                    errno: e))
-            }
-            return .failure(GPIOError(.lineFailed,
-                "cannot request Wiegand lines D0 \(d0Title) / D1 \(d1Title) on \(chipTitle) as outputs: \(e)", errno: e))
+        return LineRequest.request(chip: chipText, calls: calls, config).map { request in
+            self.request = request
+            self.setter = request.preparedSetter(valueSets: Self.valueSets)
+            self.title = "D0 \(request.lineTitles[0]) / D1 \(request.lineTitles[1]) of \(request.chip.title)"
         }
     }
 
@@ -90,9 +66,11 @@ final class WiegandLinePair: @unchecked Sendable {
     @inline(__always)
     func set(d0Pulse: Bool, d1Pulse: Bool) -> Result<Void, Errno> {
         precondition(!(d0Pulse && d1Pulse), "Wiegand D0 and D1 must never pulse together")
-        guard isOpen else { return .failure(.noDevice) }
         guard let setter else { return .failure(.noDevice) }
-        return setter.set((d0Pulse ? Levels.d0 : d1Pulse ? Levels.d1 : Levels.idle).rawValue)
+        let levels = d0Pulse ? Levels.d0 : d1Pulse ? Levels.d1 : Levels.idle
+        let result = setter.set(levels.rawValue)
+        log?.append(Self.valueSets[levels.rawValue])
+        return result
     }
 
     /// Both lines idle.
@@ -103,14 +81,11 @@ final class WiegandLinePair: @unchecked Sendable {
     /// driving them idle, if any (they are released and the chip closed regardless).
     @discardableResult
     func close() -> Errno? {
-        guard let chip else { return nil }
-        var failure: Errno?
-        if case .failure(let e) = idle() { failure = e }
+        guard let request else { return nil }
         setter = nil
-        calls.release(lines)
-        calls.closeChip(chip)
-        self.chip = nil
-        lines = []
+        log?.append(Self.valueSets[Levels.idle.rawValue])
+        let failure = request.release()   // both idle, then released
+        self.request = nil
         return failure
     }
 

@@ -24,7 +24,7 @@ public final class WiegandOutput: DoorOutput, HealthReporting, LineHolder {
     /// Throws `WiegandSettingsError` for settings that cannot work and `SystemError` when a thread
     /// cannot be started.
     public init(settings: WiegandSettings, logger: Logger, feedback: FeedbackSink?,
-                calls: GpiodBulkCalls = SystemGpiodCalls(), runtime: WiegandRuntime = WiegandRuntime()) throws {
+                calls: any GpiodCalls = SystemGpiodCalls(), runtime: WiegandRuntime = WiegandRuntime()) throws {
         try settings.validate()
         guard settings.isEnabled else {
             throw WiegandSettingsError(option: WiegandSettings.Option.d0,

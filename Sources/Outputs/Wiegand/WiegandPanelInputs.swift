@@ -49,7 +49,7 @@ final class WiegandPanelInputs: Sendable {
     private let worker: PosixMutex<Worker<Never>?> = PosixMutex(nil)
     private let logger: Logger
 
-    init(settings: WiegandSettings, calls: GpiodBulkCalls, feedback: FeedbackSink, logger: Logger,
+    init(settings: WiegandSettings, calls: any GpiodCalls, feedback: FeedbackSink, logger: Logger,
          runtime: WiegandRuntime) throws(SystemError) {
         self.logger = logger
         var specs: [(Role, GPIOLineSpec)] = []
@@ -79,7 +79,7 @@ final class WiegandPanelInputs: Sendable {
     private struct Input {
         let role: Role
         let spec: GPIOLineSpec
-        var line: GpiodLineHandle?
+        var request: LineRequest?
         var title = ""
         /// The debounced logical level (true: active).
         var stable = false
@@ -88,10 +88,10 @@ final class WiegandPanelInputs: Sendable {
         var error: GPIOError?
     }
 
-    private func run(_ inbox: WorkerInbox<Never>, specs: [(Role, GPIOLineSpec)], chip chipText: String, activeLow: Bool, calls: GpiodBulkCalls,
+    private func run(_ inbox: WorkerInbox<Never>, specs: [(Role, GPIOLineSpec)], chip chipText: String, activeLow: Bool, calls: any GpiodCalls,
                      feedback: FeedbackSink, runtime: WiegandRuntime) {
         var inputs = specs.map { Input(role: $0.0, spec: $0.1) }
-        var chip: GpiodChipHandle?
+        var chip: GPIOChip?
         var nextRetry: UInt64 = 0
         let retryNs = UInt64(max(1, runtime.retryMs)) * 1_000_000
         let debounceNs = UInt64(max(0, runtime.debounceMs)) * 1_000_000
@@ -105,13 +105,12 @@ final class WiegandPanelInputs: Sendable {
         }
 
         func closeAll(reason: String?) {
-            for i in inputs.indices where inputs[i].line != nil {
-                if let line = inputs[i].line { calls.release(line) }
-                inputs[i].line = nil
+            for i in inputs.indices where inputs[i].request != nil {
+                inputs[i].request?.release()
+                inputs[i].request = nil
                 if inputs[i].stable { emit(i, active: false) }
                 inputs[i].lastEdge = nil
             }
-            if let c = chip { calls.closeChip(c) }
             chip = nil
             state.withLock { s in
                 s.open = []
@@ -124,7 +123,7 @@ final class WiegandPanelInputs: Sendable {
 
         func openMissing(now: UInt64) {
             if chip == nil {
-                switch GPIOLookup.openChip(chipText, calls: calls) {
+                switch GPIOChip.open(chipText, calls: calls) {
                 case .success(let c): chip = c
                 case .failure(let e):
                     state.withLock { s in
@@ -139,37 +138,25 @@ final class WiegandPanelInputs: Sendable {
             }
             guard let c = chip else { return }
             var failed = false
-            for i in inputs.indices where inputs[i].line == nil {
+            for i in inputs.indices where inputs[i].request == nil {
                 let role = inputs[i].role
-                let line: GpiodLineHandle
-                switch GPIOLookup.findLine(inputs[i].spec, on: c, flag: "--\(role.option)", calls: calls) {
-                case .success(let l): line = l
+                let config = LineRequest.Config(purpose: "the panel \(role.title)",
+                                                lines: [.init(inputs[i].spec, flag: "--\(role.option)")],
+                                                direction: .bothEdges, activeLow: activeLow)
+                switch c.request(config) {
+                case .success(let request):
+                    inputs[i].request = request
+                    inputs[i].title = request.title
+                    inputs[i].error = nil
+                    logger.info("Wiegand: panel \(role.title) on \(inputs[i].title), active \(activeLow ? "low" : "high")")
+                    if case .success(let v) = request.getValue(), v != 0 { emit(i, active: true) }
                 case .failure(let e):
                     failed = true
                     inputs[i].error = e
                     logger.error("Wiegand: \(e.message); retrying every \(runtime.retryMs) ms", rateLimitKey: "wiegand:in:\(role)")
-                    continue
-                }
-                let title = GPIOLookup.lineTitle(inputs[i].spec, line: line, calls: calls)
-                let chipTitle = GPIOLookup.chipTitle(c, calls: calls)
-                switch calls.requestBothEdges(line, consumer: WiegandLinePair.consumer, activeLow: activeLow) {
-                case .success:
-                    inputs[i].line = line
-                    inputs[i].title = "\(title) of \(chipTitle)"
-                    inputs[i].error = nil
-                    logger.info("Wiegand: panel \(role.title) on \(inputs[i].title), active \(activeLow ? "low" : "high")")
-                    if case .success(let v) = calls.getValue(line), v != 0 { emit(i, active: true) }
-                case .failure(let e):
-                    failed = true
-                    let holder = calls.lineConsumer(line).map { "held by '\($0)'" } ?? "held by another consumer"
-                    let message = e == .busy
-                        ? "the panel \(role.title) \(title) on \(chipTitle) (--\(role.option)) is busy: \(holder); stop that program or choose another line"
-                        : "cannot request the panel \(role.title) \(title) on \(chipTitle) (--\(role.option)) as an input with edge events: \(e)"
-                    inputs[i].error = GPIOError(e == .busy ? .lineBusy : .lineFailed, message, errno: e)
-                    logger.error("Wiegand: \(message); retrying every \(runtime.retryMs) ms", rateLimitKey: "wiegand:in:\(role)")
                 }
             }
-            let open = inputs.filter { $0.line != nil }.map(\.role)
+            let open = inputs.filter { $0.request != nil }.map(\.role)
             let errors = inputs.compactMap { $0.error?.message }
             state.withLock { s in
                 s.open = open
@@ -181,26 +168,27 @@ final class WiegandPanelInputs: Sendable {
 
         while !inbox.isStopping {
             let now = WiegandClock.now()
-            if inputs.contains(where: { $0.line == nil }) && now >= nextRetry { openMissing(now: now) }
-            let lines = inputs.compactMap(\.line)
-            guard !lines.isEmpty else {
+            if inputs.contains(where: { $0.request == nil }) && now >= nextRetry { openMissing(now: now) }
+            let requests = inputs.compactMap(\.request)
+            guard !requests.isEmpty else {
                 sleepThread(milliseconds: Double(min(sliceNs, max(1_000_000, nextRetry > now ? nextRetry - now : 0))) / 1e6)
                 continue
             }
             // Wait for edges, at most until the next debounce ends or one slice.
             var wait = sliceNs
             for input in inputs { if let e = input.lastEdge { wait = min(wait, e + debounceNs > now ? e + debounceNs - now : 0) } }
-            switch calls.waitEvents(lines, timeoutNanoseconds: wait) {
+            switch LineRequest.waitEdgeEvents(requests, timeoutNanoseconds: wait) {
             case .success(let ready):
                 let seen = WiegandClock.now()
-                for line in ready {
-                    guard let i = inputs.firstIndex(where: { $0.line == line }) else { continue }
+                for r in ready {
+                    let request = requests[r]
+                    guard let i = inputs.firstIndex(where: { $0.request === request }) else { continue }
                     // Drain what is pending (the kernel keeps at most 16 events per line).
                     var drained = 0
                     repeat {
-                        guard case .success = calls.readEvent(line) else { break }
+                        guard case .success = request.readEdgeEvent() else { break }
                         drained += 1
-                    } while drained < 16 && ((try? calls.waitEvents([line], timeoutNanoseconds: 0).get())?.isEmpty == false)
+                    } while drained < 16 && ((try? request.waitEdgeEvents(timeoutNanoseconds: 0).get()) == true)
                     inputs[i].lastEdge = seen
                 }
             case .failure(let e):
@@ -213,9 +201,9 @@ final class WiegandPanelInputs: Sendable {
             // Settled inputs: read the level back and act on a change.
             let after = WiegandClock.now()
             for i in inputs.indices {
-                guard let edge = inputs[i].lastEdge, after >= edge + debounceNs, let line = inputs[i].line else { continue }
+                guard let edge = inputs[i].lastEdge, after >= edge + debounceNs, let request = inputs[i].request else { continue }
                 inputs[i].lastEdge = nil
-                switch calls.getValue(line) {
+                switch request.getValue() {
                 case .success(let v):
                     if (v != 0) != inputs[i].stable { emit(i, active: v != 0) }
                 case .failure(let e):

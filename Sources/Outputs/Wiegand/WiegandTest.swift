@@ -36,11 +36,12 @@ public enum WiegandDoctor {
     /// Opens the lines (as the daemon would: real-time when allowed), sends the test frame, waits for
     /// it and closes. `calls` defaults to the real libgpiod.
     public static func sendTest(settings: WiegandSettings, logger: Logger, card: UInt64? = nil, facility: UInt64? = nil,
-                                calls: GpiodBulkCalls = SystemGpiodCalls(), runtime: WiegandRuntime = WiegandRuntime())
+                                calls: any GpiodCalls = SystemGpiodCalls(), runtime: WiegandRuntime = WiegandRuntime())
         -> Result {
         var quiet = runtime
         quiet.retryMs = 3_600_000   // one attempt: doctor reports, it does not wait for a fix
-        let recorder = WiegandRecordingCalls(calls)
+        let recorder = WiegandSetLog()
+        quiet.setLog = recorder
         guard let frame = testFrame(for: settings, card: card, facility: facility) else {
             return Result(passed: false, summary: "cannot build a test number for wiegand-format \(settings.format)")
         }
@@ -49,7 +50,7 @@ public enum WiegandDoctor {
             var plain = settings
             plain.ledInput = nil
             plain.beeperInput = nil
-            output = try WiegandOutput(settings: plain, logger: logger, feedback: nil, calls: recorder, runtime: quiet)
+            output = try WiegandOutput(settings: plain, logger: logger, feedback: nil, calls: calls, runtime: quiet)
         } catch {
             return Result(passed: false, summary: "\(error)", frame: frame)
         }

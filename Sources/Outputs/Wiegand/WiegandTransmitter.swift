@@ -24,6 +24,8 @@ public struct WiegandRuntime: Sendable {
     /// longest interval, 20 ms, or the interval + 5 ms). Unit tests that are not about stalls set it
     /// long, so a loaded test machine cannot cut their frames; the stall tests inject the stall.
     public var stallLimitMs: Int?
+    /// When set, every set of D0/D1 is logged here with its time (doctor --test-wiegand).
+    public var setLog: WiegandSetLog?
 
     public init() {}
 }
@@ -74,14 +76,14 @@ final class WiegandTransmitter: Sendable {
     /// The transmitter thread and its mailbox of frames (`queueCapacity`, refusing when full).
     private let worker: PosixMutex<Worker<Pending>?> = PosixMutex(nil)
 
-    init(settings: WiegandSettings, calls: GpiodBulkCalls, logger: Logger, runtime: WiegandRuntime) throws(SystemError) {
+    init(settings: WiegandSettings, calls: any GpiodCalls, logger: Logger, runtime: WiegandRuntime) throws(SystemError) {
         self.settings = settings
         self.runtime = runtime
         self.logger = logger
         let started = DispatchSemaphore(value: 0)
         // validate() ran: chip, d0 and d1 are set.
         let lines = WiegandLinePair(calls: calls, chip: settings.chip ?? "", d0: settings.d0 ?? .offset(0),
-                                    d1: settings.d1 ?? .offset(1), activeHigh: settings.activeHigh)
+                                    d1: settings.d1 ?? .offset(1), activeHigh: settings.activeHigh, log: runtime.setLog)
         let t = try Worker<Pending>(name: "wiegand-tx", capacity: max(1, runtime.queueCapacity), overflow: .refuse) {
             [self] inbox in
             self.run(inbox, lines: lines, started: started)

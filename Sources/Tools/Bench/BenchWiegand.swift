@@ -1,4 +1,5 @@
 import Core
+import MemoryGPIO
 import Platform
 import Wiegand
 import Settings
@@ -37,7 +38,7 @@ public struct WiegandBench: Sendable {
     /// `frames` 26-bit frames at the defaults (50 us pulses, 2000 us intervals), 50 ms apart.
     public init(frames: Int = 20, realtime: Bool = true) {
         var s = WiegandSettings()
-        s.chip = WiegandMemoryChip.label
+        s.chip = MemoryGpiod.label
         s.d0 = .name("GPIO0")
         s.d1 = .name("GPIO1")
         s.frameGapMs = 50
@@ -48,7 +49,7 @@ public struct WiegandBench: Sendable {
 
     /// Sends the frames (each waits for the previous, so the queue never refuses one) and measures.
     public func run(logger: Logger = Logger(level: .error)) throws -> Figures {
-        let chip = WiegandMemoryChip()
+        let chip = MemoryGpiod.single()
         var runtime = WiegandRuntime()
         runtime.realtime = realtime
         runtime.queueCapacity = 1
@@ -65,13 +66,14 @@ public struct WiegandBench: Sendable {
             expected.append(frame.bits.description)
             output.waitUntilSent(timeoutMs: perFrameMs)
         }
-        let report = WiegandTimingReport(changes: chip.recorded, frameSplitMs: Double(settings.frameGapMs) / 2)
+        let changes = chip.changes.map { WiegandTimingReport.Change(atNanoseconds: $0.atNanoseconds, values: $0.values) }
+        let report = WiegandTimingReport(changes: changes, frameSplitMs: Double(settings.frameGapMs) / 2)
         let sent = zip(report.frames, expected).filter { $0 == $1 }.count
         let pulseUs = WiegandSettings.pulseUsRange, intervalUs = WiegandSettings.intervalUsRange
         func outside(_ samples: [Double], _ r: ClosedRange<Int>) -> Int {
             samples.filter { $0 < Double(r.lowerBound) || $0 > Double(r.upperBound) }.count
         }
-        let (pulses, intervals) = Self.samples(chip.recorded)
+        let (pulses, intervals) = Self.samples(changes)
         return Figures(pulses: report.pulses, intervals: report.intervals, framesSent: sent, framesExpected: frames,
                        pulsesOutOfSpec: outside(pulses, pulseUs), intervalsOutOfSpec: outside(intervals, intervalUs),
                        detail: output.health.detail)

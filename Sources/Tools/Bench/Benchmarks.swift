@@ -7,6 +7,7 @@ import Feedback
 import Stdout
 import Pipeline
 import GPIO
+import MemoryGPIO
 import Platform
 import Serial
 #if canImport(Glibc)
@@ -180,9 +181,10 @@ public struct Benchmarks {
         let status = StatusBoard(logger: quiet, observers: [hub])
         let context = OutputContext(logger: quiet, feedback: hub, links: status)
         let serial = try SerialOutput.make(settings: serialSettings, context: context)
-        let gpiod = TimedGpiod()
+        // The bench has no GPIO hardware: it measures ScanGate's own path up to the gpiod call.
+        let gpiod = MemoryGpiod.single(lines: 8)
         var gpioSettings = GPIOSettings()
-        gpioSettings.chip = "bench-chip"
+        gpioSettings.chip = MemoryGpiod.label
         gpioSettings.lines = [.green: .name("GPIO1"), .buzzer: .name("GPIO2")]
         gpioSettings.goodLedMs = 5
         gpioSettings.goodBuzzMs = 5
@@ -203,7 +205,7 @@ public struct Benchmarks {
         hub.close(deadline: closeBy)
         let events = probe.events
         let arrivals = peer.frameArrivals
-        let greenOn = gpiod.recorded.filter { $0.offset == 1 && $0.value == 1 }.map(\.at)
+        let greenOn = gpiod.changes.filter { $0.offsets == [1] && $0.values == [1] }.map { MonotonicInstant(nanoseconds: $0.atNanoseconds) }
         var serialMs: [Double] = [], gpioMs: [Double] = [], excess: [Double] = []
         for (i, e) in events.enumerated() {
             let s = i < arrivals.count ? arrivals[i].milliseconds(since: e.dequeuedAt) : nil

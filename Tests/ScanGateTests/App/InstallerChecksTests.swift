@@ -25,9 +25,9 @@ final class InstallerChecksTests: XCTestCase {
             ("a relay without a chip", "[door-relay]\ndoor-relay = GPIO25\n", "door-relay needs a GPIO chip"),
             ("wiegand-d0 alone", "[wiegand]\nwiegand-chip = gpiochip0\nwiegand-d0 = 5\n", "wiegand-d1 is missing"),
             ("a relay on an LED's line", "[gpio]\ngpio-chip = gpiochip0\nled-green = 25\n[door-relay]\ndoor-relay = 25\n",
-             "both name line 25 on gpiochip0"),
+             "[gpio] led-green: line 25 on gpiochip0 is also claimed by [door-relay] door-relay"),
             ("two LEDs on one line", "[gpio]\ngpio-chip = gpiochip0\nled-green = 5\nled-red = 5\n",
-             "led-green and led-red both name line 5 on gpiochip0"),
+             "[gpio] led-red: line 5 on gpiochip0 is also claimed by [gpio] led-green"),
         ]
     }
 

@@ -7,7 +7,9 @@ import Catalog
 @testable import App
 import Config
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import Camera
 import Simulator
@@ -290,7 +292,7 @@ final class DoctorTests: XCTestCase {
     // MARK: - GPIO
 
     func testMissingGPIOChipFailsListingTheChips() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let outcome = try doctor(["--camera", "sim:HELLO", "--capture-seconds", "0.2",
                                   "--gpio-chip", "pinctrl-bcm2711", "--led-green", "GPIO17"],
                                  system: DoctorSystem(gpiod: fake))
@@ -305,7 +307,7 @@ final class DoctorTests: XCTestCase {
     }
 
     func testGPIOChipWithoutPermissionSaysWhichGroup() throws {
-        let fake = FakeGpiod(chips: [FakeGpiod.Chip(path: "/dev/gpiochip0", name: "gpiochip0", label: "pinctrl-bcm2711",
+        let fake = MemoryGpiod(chips: [MemoryGpiod.Chip(path: "/dev/gpiochip0", name: "gpiochip0", label: "pinctrl-bcm2711",
                                                     lineNames: ["GPIO0"], openError: .permissionDenied)])
         let outcome = try doctor(["--camera", "sim:HELLO", "--capture-seconds", "0.2",
                                   "--gpio-chip", "gpiochip0", "--led-green", "0"], system: DoctorSystem(gpiod: fake))
@@ -327,7 +329,7 @@ final class DoctorTests: XCTestCase {
     }
 
     func testGPIOLinesRequestedBlinkedAndLeftInactiveWithFixesForBusyAndMissingLines() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         fake.hold(chip: "gpiochip0", offset: 22, consumer: "gpioset")
         let outcome = try doctor(["--camera", "sim:HELLO", "--capture-seconds", "0.2",
                                   "--gpio-chip", "pinctrl-rp1", "--led-green", "GPIO17", "--buzzer", "23",
@@ -349,7 +351,7 @@ final class DoctorTests: XCTestCase {
 
         let red = try row(outcome, "gpio red")
         XCTAssertEqual(red.result, .fail)
-        XCTAssertTrue(red.detail.contains("held by consumer 'gpioset'"), red.detail)
+        XCTAssertTrue(red.detail.contains("held by 'gpioset'"), red.detail)
         XCTAssertTrue(red.fix.hasPrefix("free the line"), red.fix)
         let status = try row(outcome, "gpio status")
         XCTAssertEqual(status.result, .fail)
@@ -371,7 +373,7 @@ final class DoctorTests: XCTestCase {
     }
 
     func testGPIOWithoutBlinkDrivesNothingActive() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let outcome = try doctor(["--camera", "sim:HELLO", "--capture-seconds", "0.2",
                                   "--gpio-chip", "/dev/gpiochip0", "--led-green", "4"],
                                  system: DoctorSystem(gpiod: fake))

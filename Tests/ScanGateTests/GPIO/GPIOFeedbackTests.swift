@@ -4,7 +4,9 @@ import Glibc
 import Dispatch
 import XCTest
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import Settings
 
@@ -30,11 +32,11 @@ final class GPIOFeedbackTests: XCTestCase {
                   frame: 0, dequeuedAt: .now(), emittedAt: .now(), verdict: verdict)
     }
 
-    func values(_ gpiod: FakeGpiod, offset: Int) -> [Int32] {
+    func values(_ gpiod: MemoryGpiod, offset: Int) -> [Int32] {
         gpiod.sets.filter { $0.offset == offset }.map(\.value)
     }
 
-    func assertAllInactiveAndReleased(_ gpiod: FakeGpiod, file: StaticString = #filePath, line: UInt = #line) {
+    func assertAllInactiveAndReleased(_ gpiod: MemoryGpiod, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(gpiod.physical(offset: 17), 0, "green", file: file, line: line)
         XCTAssertEqual(gpiod.physical(offset: 27), 0, "red", file: file, line: line)
         XCTAssertEqual(gpiod.physical(offset: 22), 0, "status", file: file, line: line)
@@ -56,7 +58,7 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testLinesAreInactiveAtStartUp() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         XCTAssertEqual(gpiod.requests.count, 4, "lines are requested before make returns")
@@ -68,7 +70,7 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testGoodReadLightsGreenAndBuzzesOnceThenEverythingIsInactive() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.play(.grant)
@@ -82,7 +84,7 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testRejectedCodeGivesRedDoubleBlinkAndTwoBuzzes() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: LogCapture().logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
         sink.play(.deny)
@@ -96,7 +98,7 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testStatusLEDFollowsTheDaemonStatus() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         var s = settings()
         s.heartbeatMs = 60000          // lit for the whole test: no race with the poll
         s.heartbeatPeriodMs = 120000
@@ -113,7 +115,7 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testCloseDuringAPatternStopsItAndDrivesEverythingInactive() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         var s = settings()
         s.goodLedMs = 60000
         s.goodBuzzMs = 60000
@@ -132,12 +134,12 @@ final class GPIOFeedbackTests: XCTestCase {
     }
 
     func testBusyLineIsReportedAndTheOtherLinesStillWork() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         gpiod.hold(chip: "gpiochip0", offset: 18, consumer: "other-daemon")
         let log = LogCapture()
         let sink = try XCTUnwrap(GPIOFeedback.make(settings: settings(), logger: log.logger,
                                                    calls: gpiod, clock: SystemFeedbackClock()))
-        XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>GPIO: GPIO line GPIO18 (offset 18) on pinctrl-rp1 (gpiochip0) for the buzzer (--buzzer) is busy: held by consumer 'other-daemon'") },
+        XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>GPIO: buzzer line GPIO18 (offset 18) on pinctrl-rp1 (gpiochip0) (--buzzer) is busy: held by 'other-daemon'") },
                       log.all.joined(separator: "\n"))
         sink.play(.grant)
         XCTAssertTrue(waitUntil { self.values(gpiod, offset: 17) == [1, 0] })

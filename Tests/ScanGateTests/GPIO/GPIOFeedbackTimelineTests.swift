@@ -1,5 +1,6 @@
 import XCTest
 import Core
+import Feedback
 import GPIO
 import Platform
 import Settings

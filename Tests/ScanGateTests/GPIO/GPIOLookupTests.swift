@@ -3,14 +3,16 @@ import Glibc
 #endif
 import XCTest
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import Settings
 
 /// Chip lookup by label, name and path, line lookup by name and offset, and the error texts, through a
 /// fake of the libgpiod calls.
 final class GPIOLookupTests: XCTestCase {
-    func open(_ text: String, _ gpiod: FakeGpiod = .pi5()) -> (Result<GpiodChipHandle, GPIOError>, FakeGpiod) {
+    func open(_ text: String, _ gpiod: MemoryGpiod = .pi5()) -> (Result<GpiodChipHandle, GPIOError>, MemoryGpiod) {
         (GPIOLookup.openChip(text, calls: gpiod), gpiod)
     }
 
@@ -49,26 +51,26 @@ final class GPIOLookupTests: XCTestCase {
     }
 
     func testNoChipsAtAllSaysSo() {
-        let (result, _) = open("pinctrl-rp1", FakeGpiod(chips: []))
+        let (result, _) = open("pinctrl-rp1", MemoryGpiod(chips: []))
         guard case .failure(let error) = result else { return XCTFail() }
         XCTAssertTrue(error.message.hasSuffix("this machine has no /dev/gpiochip* (no GPIO driver loaded)"), error.message)
     }
 
     func testPermissionDeniedSaysWhichGroup() {
-        var chip = FakeGpiod.pi5().state.withLock { $0.chips[0] }
+        var chip = MemoryGpiod.pi5().state.withLock { $0.chips[0] }
         chip.openError = .permissionDenied
-        let (result, _) = open("/dev/gpiochip0", FakeGpiod(chips: [chip]))
+        let (result, _) = open("/dev/gpiochip0", MemoryGpiod(chips: [chip]))
         guard case .failure(let error) = result else { return XCTFail() }
         XCTAssertEqual(error.kind, .chipUnavailable)
         XCTAssertEqual(error.errno, .permissionDenied)
         XCTAssertTrue(error.message.contains("cannot open GPIO chip '/dev/gpiochip0' (--gpio-chip)"), error.message)
         XCTAssertTrue(error.message.hasSuffix("add the user to group gpio (see udev/)"), error.message)
         // The listing names the chip it could not open, with the reason.
-        XCTAssertTrue(GPIOLookup.availableChipsText(FakeGpiod(chips: [chip])).contains("gpiochip0 (cannot open:"))
+        XCTAssertTrue(GPIOLookup.availableChipsText(MemoryGpiod(chips: [chip])).contains("gpiochip0 (cannot open:"))
     }
 
     func testLineByNameAndByOffset() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let chip = try GPIOLookup.openChip("pinctrl-rp1", calls: gpiod).get()
         let byName = try GPIOLookup.findLine(.name("GPIO17"), on: chip, flag: "--led-green", calls: gpiod).get()
         let byOffset = try GPIOLookup.findLine(.offset(17), on: chip, flag: "--led-green", calls: gpiod).get()
@@ -78,7 +80,7 @@ final class GPIOLookupTests: XCTestCase {
     }
 
     func testUnknownLineNameListsTheLineNames() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let chip = try GPIOLookup.openChip("pinctrl-rp1", calls: gpiod).get()
         guard case .failure(let error) = GPIOLookup.findLine(.name("GPIO99"), on: chip, flag: "--led-green", calls: gpiod)
         else { return XCTFail() }
@@ -89,7 +91,7 @@ final class GPIOLookupTests: XCTestCase {
     }
 
     func testUnnamedLinesAndOffsetOutOfRange() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let aux = try GPIOLookup.openChip("rp1-aux", calls: gpiod).get()
         guard case .failure(let e1) = GPIOLookup.findLine(.name("GPIO2"), on: aux, flag: "--buzzer", calls: gpiod)
         else { return XCTFail() }
@@ -100,7 +102,7 @@ final class GPIOLookupTests: XCTestCase {
     }
 
     func testBusyLineNamesLineChipRoleAndHolder() throws {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         gpiod.hold(chip: "gpiochip0", offset: 17, consumer: "gpioset")
         var settings = GPIOSettings()
         settings.chip = "pinctrl-rp1"
@@ -111,9 +113,9 @@ final class GPIOLookupTests: XCTestCase {
         XCTAssertEqual(outputs.problems[.green]?.kind, .lineBusy)
         XCTAssertEqual(outputs.problems[.green]?.errno, .busy)
         XCTAssertEqual(outputs.problems[.green]?.message,
-                       "GPIO line GPIO17 on pinctrl-rp1 (gpiochip0) for the green LED (--led-green) is busy: held by consumer 'gpioset'")
+                       "green LED line GPIO17 on pinctrl-rp1 (gpiochip0) (--led-green) is busy: held by 'gpioset'; stop that program (gpioinfo pinctrl-rp1 shows who holds each line) or choose another line")
         XCTAssertTrue(log.all.contains(
-            "<3>GPIO: GPIO line GPIO17 on pinctrl-rp1 (gpiochip0) for the green LED (--led-green) is busy: held by consumer 'gpioset'; scanning goes on without it, retrying every 5 s"),
+            "<3>GPIO: green LED line GPIO17 on pinctrl-rp1 (gpiochip0) (--led-green) is busy: held by 'gpioset'; stop that program (gpioinfo pinctrl-rp1 shows who holds each line) or choose another line; scanning goes on without it, retrying every 5 s"),
             log.all.joined(separator: "\n"))
         XCTAssertEqual(gpiod.consumer(offset: 17), "gpioset", "the other consumer keeps its line")
         outputs.close()
@@ -123,7 +125,7 @@ final class GPIOLookupTests: XCTestCase {
         var settings = GPIOSettings()
         settings.chip = "gpiochip0"
         settings.lines = [.green: .name("GPIO17"), .buzzer: .offset(17)]
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let outputs = GPIOOutputs(settings: settings, calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         XCTAssertEqual(outputs.openRoles, [.green])
         XCTAssertEqual(outputs.problems[.buzzer]?.message,

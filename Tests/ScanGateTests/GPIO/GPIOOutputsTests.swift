@@ -3,7 +3,9 @@ import Glibc
 #endif
 import XCTest
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import Settings
 
@@ -20,7 +22,7 @@ final class GPIOOutputsTests: XCTestCase {
     }
 
     func testRequestsUseConsumerActiveLowFlagAndStartInactive() {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         XCTAssertEqual(Set(gpiod.requests.map(\.offset)), [17, 27, 22, 18])
         for r in gpiod.requests {
@@ -38,7 +40,7 @@ final class GPIOOutputsTests: XCTestCase {
     }
 
     func testActiveLowIsLeftToTheKernelFlagTheDriverSetsLogicalValues() {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         outputs.set(.buzzer, active: true)
         outputs.set(.green, active: true)
@@ -52,7 +54,7 @@ final class GPIOOutputsTests: XCTestCase {
     }
 
     func testCloseDrivesEveryLineInactiveReleasesAndClosesTheChip() {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: LogCapture().logger, clock: FakeClock())
         for role in GPIORole.allCases { outputs.set(role, active: true) }
         outputs.close()
@@ -69,7 +71,7 @@ final class GPIOOutputsTests: XCTestCase {
     }
 
     func testBusyLineIsRetriedAndPicksUpTheCurrentLevel() {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         gpiod.hold(chip: "gpiochip0", offset: 17, consumer: "gpioset")
         let clock = FakeClock()
         let log = LogCapture()
@@ -98,7 +100,7 @@ final class GPIOOutputsTests: XCTestCase {
     }
 
     func testMissingChipIsRetriedUntilItAppears() {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         gpiod.setPresent(chip: "gpiochip0", false)
         let clock = FakeClock()
         let log = LogCapture()
@@ -118,7 +120,7 @@ final class GPIOOutputsTests: XCTestCase {
     }
 
     func testChipThatVanishesIsClosedAndReopened() {
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let clock = FakeClock()
         let log = LogCapture()
         let outputs = GPIOOutputs(settings: settings(), calls: gpiod, logger: log.logger, clock: clock)

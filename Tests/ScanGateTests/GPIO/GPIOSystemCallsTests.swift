@@ -3,6 +3,7 @@ import Glibc
 #endif
 import XCTest
 import Core
+import Feedback
 import GPIO
 import Platform
 import Settings

@@ -6,6 +6,7 @@ import Debounce
 import Decoding
 import Feedback
 import GPIO
+import MemoryGPIO
 import Pipeline
 import Platform
 import Service
@@ -48,7 +49,7 @@ final class FaultInjectionTests: XCTestCase {
     /// repeated; when it returns, scanning resumes without a restart.
     func testCameraLossIsLoggedShownOnTheStatusLEDAndScanningResumes() throws {
         let source = UnpluggableSource(frames: 100_000)
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         var gs = GPIOSettings()
         gs.chip = "pinctrl-rp1"
         gs.lines = [.status: .name("GPIO24"), .green: .name("GPIO22")]
@@ -73,7 +74,7 @@ final class FaultInjectionTests: XCTestCase {
         source.absent.store(true, ordering: .relaxed)
         XCTAssertTrue(waitUntil(20) { pipeline.currentCapture == .cameraLost })
         // The status LED (GPIO24) blinks fast: several on/off changes while the camera is away.
-        let statusChanges = { gpiod.state.withLock { $0.sets.filter { $0.offset == 24 }.count } }
+        let statusChanges = { gpiod.sets.filter { $0.offset == 24 }.count }
         let before = statusChanges()
         XCTAssertTrue(waitUntil(20) { statusChanges() >= before + 4 }, "status LED blinks while the camera is lost")
         XCTAssertTrue(log.all.contains { $0.hasPrefix("<3>") && $0.contains("camera lost") }, "\(log.all)")

@@ -1,6 +1,7 @@
 import XCTest
 import Core
 import Config
+import Feedback
 import GPIO
 import Settings
 

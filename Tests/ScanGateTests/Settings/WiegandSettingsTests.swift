@@ -1,3 +1,4 @@
+import Feedback
 import GPIO
 import XCTest
 import Wiegand
@@ -117,12 +118,7 @@ final class WiegandSettingsTests: XCTestCase {
         s.chip = nil
         XCTAssertEqual(error(s)?.message,
                        "wiegand-d0/wiegand-d1 need a GPIO chip (--gpio-chip, or --wiegand-chip for another chip): a label like pinctrl-rp1, a name like gpiochip0 or a path")
-        s = valid()
-        s.d1 = .name("GPIO12")
-        XCTAssertEqual(error(s)?.message, "wiegand-d1 and wiegand-d0 both name line GPIO12; each needs its own line")
-        s = valid()
-        s.beeperInput = .name("GPIO13")
-        XCTAssertEqual(error(s)?.message, "wiegand-beeper-input and wiegand-d1 both name line GPIO13; each needs its own line")
+        // D0, D1 and the inputs on one line: LineOwnerTests (the catalogue's one-owner check).
         s = WiegandSettings()
         s.ledInput = .offset(16)
         XCTAssertEqual(error(s)?.message,

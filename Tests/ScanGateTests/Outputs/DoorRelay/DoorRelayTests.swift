@@ -4,14 +4,16 @@ import Config
 import Core
 @testable import Credentials
 @testable import DoorRelay
+import Feedback
 import GPIO
+import MemoryGPIO
 import Pipeline
 import Platform
 import Policies
 import Settings
 import XCTest
 
-/// The door relay on the libgpiod fake (FakeGpiod models requests, active-low and the physical level on
+/// The door relay on the libgpiod fake (MemoryGpiod models requests, active-low and the physical level on
 /// the pin): idle at start and after close, one pulse per accepted read, never one for a refused read,
 /// inactive after close or forceInactive mid-pulse, a busy line refused and retried, validation, doctor.
 final class DoorRelayTests: XCTestCase {
@@ -26,7 +28,7 @@ final class DoorRelayTests: XCTestCase {
         return s
     }
 
-    func relay(_ fake: FakeGpiod, _ s: DoorRelaySettings, retryMs: Double = 5000) throws -> DoorRelayOutput {
+    func relay(_ fake: MemoryGpiod, _ s: DoorRelaySettings, retryMs: Double = 5000) throws -> DoorRelayOutput {
         var runtime = DoorRelayRuntime()
         runtime.retryMs = retryMs
         return try DoorRelayOutput(settings: s, logger: log.logger, calls: fake, runtime: runtime)
@@ -39,12 +41,12 @@ final class DoorRelayTests: XCTestCase {
     }
 
     /// The levels the fake saw set on line `offset` (logical values), in order.
-    func levels(_ fake: FakeGpiod, _ offset: Int = 26) -> [Int32] {
+    func levels(_ fake: MemoryGpiod, _ offset: Int = 26) -> [Int32] {
         fake.sets.filter { $0.offset == offset }.map(\.value)
     }
 
     func testIdleAtStartOnePulsePerAcceptedReadIdleAfterClose() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings())
         XCTAssertEqual(fake.requests, [.init(chip: "gpiochip0", offset: 26, consumer: "scangate", activeLow: false, initialValue: 0)])
         XCTAssertEqual(fake.physical(offset: 26), 0, "requested inactive: the door stays shut at start")
@@ -62,7 +64,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testActiveLowIdlesHighAndPullsLow() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings(activeLow: true))
         XCTAssertEqual(fake.requests.first?.activeLow, true)
         XCTAssertEqual(fake.physical(offset: 26), 1, "active-low idles high")
@@ -75,7 +77,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testAReadDuringAPulseExtendsItAndDoesNotPulseTwice() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings(ms: 400))
         XCTAssertEqual(r.offer(read()), .taken)
         XCTAssertTrue(waitUntil { r.isActive })
@@ -86,7 +88,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testRefusedReadNeverPulses() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings())
         XCTAssertEqual(r.offer(read(.rejected(reason: "expired"))), .refused(reason: "the read was rejected"))
         // A read that is already old (a decode queue held up) is not a reason to open the door late.
@@ -104,7 +106,7 @@ final class DoorRelayTests: XCTestCase {
         credential.requireSyncedClock = false
         let policy = CredentialPolicy(settings: credential, keys: CredentialKeySet(keys: [publicKey], source: "test"), store: nil,
                                       clock: ClockSync.fixed(true), logger: log.logger)
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings())
         let dispatcher = ReadDispatcher(policies: [policy], doors: [r])
         func event(_ payload: String) -> ReadEvent { CredentialFixtures.event(Array(payload.utf8)) }
@@ -127,7 +129,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testCloseMidPulseShutsTheDoorAndReleases() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings(ms: 60_000))
         XCTAssertEqual(r.offer(read()), .taken)
         XCTAssertTrue(waitUntil { fake.physical(offset: 26) == 1 })
@@ -139,7 +141,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testForceInactiveFromAnotherThreadMidPulse() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings(ms: 60_000, activeLow: true))
         XCTAssertEqual(r.offer(read()), .taken)
         XCTAssertTrue(waitUntil { fake.physical(offset: 26) == 0 })
@@ -157,7 +159,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testBusyLineIsRefusedAndRetried() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         fake.hold(chip: "gpiochip0", offset: 26, consumer: "gpioset")
         let r = try relay(fake, settings(), retryMs: 50)
         guard case .refused(let why) = r.offer(read()) else { return XCTFail("taken without a line") }
@@ -173,7 +175,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testChipGoneMidPulseIsReportedAndReopened() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let r = try relay(fake, settings(ms: 300), retryMs: 50)
         fake.setPresent(chip: "gpiochip0", false)
         XCTAssertEqual(r.offer(read()), .taken)
@@ -196,7 +198,8 @@ final class DoorRelayTests: XCTestCase {
 
     func validationError(_ flags: [String]) -> String? {
         do {
-            try DoorRelayOutput.validate(try run(flags))
+            // The section's own checks and the catalogue's one owner per line, lines compared as written.
+            try Catalog.check(try run(flags), gpiod: nil)
             return nil
         } catch {
             return (error as? UsageError)?.message ?? "\(error)"
@@ -211,11 +214,11 @@ final class DoorRelayTests: XCTestCase {
         let noChip = try XCTUnwrap(validationError(["door-relay=GPIO26"]))
         XCTAssertTrue(noChip.contains("--door-relay-chip") && noChip.contains("--gpio-chip"), noChip)
         let led = try XCTUnwrap(validationError(["gpio-chip=pinctrl-rp1", "led-green=GPIO26", "door-relay=GPIO26"]))
-        XCTAssertTrue(led.contains("--door-relay") && led.contains("--led-green") && led.contains("GPIO26"), led)
+        XCTAssertEqual(led, "[gpio] led-green: line GPIO26 on pinctrl-rp1 is also claimed by [door-relay] door-relay; each GPIO line needs one owner")
         let buzzer = try XCTUnwrap(validationError(["gpio-chip=pinctrl-rp1", "buzzer=22", "door-relay=22"]))
-        XCTAssertTrue(buzzer.contains("--buzzer"), buzzer)
+        XCTAssertTrue(buzzer.contains("[gpio] buzzer"), buzzer)
         let wiegand = try XCTUnwrap(validationError(["gpio-chip=pinctrl-rp1", "wiegand-d0=GPIO5", "wiegand-d1=GPIO6", "door-relay=GPIO6"]))
-        XCTAssertTrue(wiegand.contains("wiegand-d1") && wiegand.contains("--door-relay"), wiegand)
+        XCTAssertEqual(wiegand, "[door-relay] door-relay: line GPIO6 on pinctrl-rp1 is also claimed by [wiegand] wiegand-d1; each GPIO line needs one owner")
         // The same offset on another chip is another line.
         XCTAssertNil(validationError(["gpio-chip=pinctrl-rp1", "led-green=GPIO26", "door-relay=GPIO26", "door-relay-chip=rp1-aux"]))
         XCTAssertThrowsError(try run(["door-relay-ms=50"])) { error in
@@ -232,10 +235,10 @@ final class DoorRelayTests: XCTestCase {
         guard case .output(let factory) = component.role else { return XCTFail("not an output") }
         XCTAssertFalse(factory.isConfigured(try run([])))
         XCTAssertTrue(factory.isConfigured(try run(["gpio-chip=pinctrl-rp1", "door-relay=GPIO26"])))
-        XCTAssertThrowsError(try Catalog.validate(try run(["gpio-chip=pinctrl-rp1", "led-red=GPIO26", "door-relay=GPIO26"])))
+        XCTAssertThrowsError(try Catalog.check(try run(["gpio-chip=pinctrl-rp1", "led-red=GPIO26", "door-relay=GPIO26"]), gpiod: nil))
     }
 
-    func doctor(_ fake: FakeGpiod, _ flags: [String], switches: Set<String> = []) throws -> [DoctorRow] {
+    func doctor(_ fake: MemoryGpiod, _ flags: [String], switches: Set<String> = []) throws -> [DoctorRow] {
         let component = try XCTUnwrap(Catalog.components(DeviceSeams(gpiod: fake)).first { $0.name == "door-relay" })
         var options = DoctorOptions()
         options.switches = switches
@@ -243,7 +246,7 @@ final class DoorRelayTests: XCTestCase {
     }
 
     func testDoctorRequestsTheLineAndPulsesItOnceWithTestRelay() throws {
-        let fake = FakeGpiod.pi5()
+        let fake = MemoryGpiod.pi5()
         let flags = ["gpio-chip=pinctrl-rp1", "door-relay=GPIO26", "door-relay-ms=150", "door-relay-active-low"]
         let rows = try doctor(fake, flags)
         XCTAssertEqual(rows.map(\.result), [.pass], "\(rows)")

@@ -6,6 +6,7 @@ import XCTest
 import Core
 import Feedback
 import GPIO
+import MemoryGPIO
 @testable import MQTT
 import Platform
 import Settings
@@ -24,7 +25,7 @@ final class MQTTFeedbackGPIOTests: XCTestCase {
         let sub = try MQTTTestSubscriber(port: broker.port, topics: [prefix + "/cmd/+/result", prefix + "/status"])
         sub.waitSubscribed(port: broker.port)
 
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         var gs = GPIOSettings()
         gs.chip = "pinctrl-rp1"
         gs.lines = [.green: .name("GPIO17"), .red: .name("GPIO27"), .buzzer: .offset(18)]

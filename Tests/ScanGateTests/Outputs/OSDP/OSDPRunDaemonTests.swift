@@ -8,13 +8,15 @@ import XCTest
 import Catalog
 import Config
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import Settings
 import Sound
 
 /// The daemon of `scangate run`, in this process, built as `run` builds it (the catalog's components over
-/// device seams: FakeGpiod for the GPIO chip, libasound with an in-process `file` PCM for the beep), polled
+/// device seams: MemoryGpiod for the GPIO chip, libasound with an in-process `file` PCM for the beep), polled
 /// by libosdp's ControlPanel over a pseudo-terminal. It proves what a child process cannot show on a
 /// machine without GPIO: the panel's LED and BUZ commands as levels on the LED and buzzer lines, the
 /// status LED's slow blink when the panel stops polling, and, with `feedback = controller`, that the read
@@ -69,7 +71,7 @@ final class OSDPRunDaemonTests: XCTestCase {
 
             """, to: conf)
         let settings = try Configuration.resolve(configPath: conf, flagAssignments: [])
-        let gpiod = FakeGpiod.pi5()
+        let gpiod = MemoryGpiod.pi5()
         let alsa = try InProcessALSA(configuration: ALSAConfiguration(text: """
             pcm.beeptest {
                 type file

@@ -1,5 +1,7 @@
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import XCTest
 import Wiegand
@@ -15,10 +17,10 @@ final class WiegandInputsTests: XCTestCase {
     static let tone = FeedbackRequest.command(FeedbackCommand(tone: ToneCommand(onMs: 1000, offMs: 0, duration: .untilReplaced)))
     static let silence = FeedbackRequest.command(FeedbackCommand(tone: .silence))
 
-    func make(_ chip: WiegandFakeGpiod, feedback: RecordingFeedback, logs: LogCapture = LogCapture(),
+    func make(_ chip: MemoryGpiod, feedback: RecordingFeedback, logs: LogCapture = LogCapture(),
               edit: (inout WiegandSettings) -> Void = { _ in }) throws -> WiegandOutput {
         var s = WiegandSettings()
-        s.chip = WiegandFakeGpiod.label
+        s.chip = MemoryGpiod.wiegandLabel
         s.d0 = .name("GPIO12")
         s.d1 = .name("GPIO13")
         s.ledInput = .name("GPIO16")
@@ -36,7 +38,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testLEDHeldIsPermanentGreenReleasedIsOff() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         chip.drive(Self.led, physical: 0)            // the panel pulls it low
@@ -47,7 +49,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testBeeperHeldIsAToneUntilReplacedReleasedIsSilence() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         chip.drive(Self.beeper, physical: 0)
@@ -57,7 +59,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testContactBounceGivesOneCommand() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         // A relay closing: five quick bounces, settling low.
@@ -71,7 +73,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testAnInputAlreadyActiveAtStartIsPlayed() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback()
         chip.drive(Self.led, physical: 0)
         let out = try make(chip, feedback: feedback)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
@@ -79,7 +81,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testActiveHighInputs() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback()
         chip.drive(Self.led, physical: 0)
         chip.drive(Self.beeper, physical: 0)
         let out = try make(chip, feedback: feedback) { $0.inputActiveHigh = true }
@@ -91,7 +93,7 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testCloseWhileHeldPlaysTheReleaseAndFreesTheLines() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback()
         let out = try make(chip, feedback: feedback)
         chip.drive(Self.led, physical: 0)
         chip.drive(Self.beeper, physical: 0)
@@ -104,10 +106,10 @@ final class WiegandInputsTests: XCTestCase {
     }
 
     func testABusyInputIsLoggedAndRetriedWhileWiegandSends() throws {
-        let chip = WiegandFakeGpiod(), feedback = RecordingFeedback(), logs = LogCapture()
+        let chip = MemoryGpiod.wiegand(), feedback = RecordingFeedback(), logs = LogCapture()
         chip.hold(Self.beeper, by: "gpiomon")
         var s = WiegandSettings()
-        s.chip = WiegandFakeGpiod.label
+        s.chip = MemoryGpiod.wiegandLabel
         s.d0 = .name("GPIO12")
         s.d1 = .name("GPIO13")
         s.beeperInput = .offset(Self.beeper)
@@ -119,7 +121,7 @@ final class WiegandInputsTests: XCTestCase {
         let out = try WiegandOutput(settings: s, logger: logs.logger, feedback: feedback, calls: chip, runtime: r)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
         XCTAssertTrue(waitUntil {
-            logs.contains("the panel beeper input GPIO26 (offset 26) on scangate-sim (gpiochip0) (--wiegand-beeper-input) is busy: held by 'gpiomon'; stop that program or choose another line")
+            logs.contains("the panel beeper input line GPIO26 (offset 26) on scangate-sim (gpiochip0) (--wiegand-beeper-input) is busy: held by 'gpiomon'; stop that program (gpioinfo scangate-sim shows who holds each line) or choose another line")
         }, "\(logs.all)")
         XCTAssertTrue(waitUntil { out.health.state == .degraded }, "\(out.health)")
         chip.free(Self.beeper)

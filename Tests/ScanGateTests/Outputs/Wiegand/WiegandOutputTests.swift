@@ -1,5 +1,7 @@
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import XCTest
 import Wiegand
@@ -9,7 +11,7 @@ import Settings
 /// The output as the daemon, doctor and bench use it: construction, health, doctor's test frame and
 /// the bench's figures on the in-memory chip (figures are reported, not asserted).
 final class WiegandOutputTests: XCTestCase {
-    func settings(chip: String = WiegandMemoryChip.label) -> WiegandSettings {
+    func settings(chip: String = MemoryGpiod.label) -> WiegandSettings {
         var s = WiegandSettings()
         s.chip = chip
         s.d0 = .name("GPIO0")
@@ -21,11 +23,11 @@ final class WiegandOutputTests: XCTestCase {
         var s = settings()
         s.pulseUs = 500
         XCTAssertThrowsError(try WiegandOutput(settings: s, logger: Logger(level: .error), feedback: nil,
-                                               calls: WiegandMemoryChip())) { error in
+                                               calls: MemoryGpiod.single())) { error in
             XCTAssertEqual("\(error)", "wiegand-pulse-us 500 is out of range: allowed 20-100 (microseconds)")
         }
         XCTAssertThrowsError(try WiegandOutput(settings: WiegandSettings(), logger: Logger(level: .error), feedback: nil,
-                                               calls: WiegandMemoryChip()))
+                                               calls: MemoryGpiod.single()))
     }
 
     func testHealthSaysWhereAndHow() throws {
@@ -33,12 +35,12 @@ final class WiegandOutputTests: XCTestCase {
         r.stallLimitMs = 60_000   // a loaded test machine must not cut the frame
         r.realtime = false
         let out = try WiegandOutput(settings: settings(), logger: Logger(level: .error), feedback: nil,
-                                    calls: WiegandMemoryChip(), runtime: r)
+                                    calls: MemoryGpiod.single(), runtime: r)
         defer { out.close(deadline: .now().adding(milliseconds: 500)) }
         let h = out.health
         XCTAssertEqual(h.name, "wiegand")
         XCTAssertEqual(h.state, .ok)
-        XCTAssertEqual(h.detail, "D0 GPIO0 / D1 GPIO1 of wiegand-memory (gpiochip-wiegand-memory), 26 (H10301); not asked")
+        XCTAssertEqual(h.detail, "D0 GPIO0 / D1 GPIO1 of memory (gpiochip0), 26 (H10301); not asked")
         XCTAssertEqual(out.name, "wiegand")
     }
 
@@ -48,7 +50,7 @@ final class WiegandOutputTests: XCTestCase {
         r.realtime = false
         var s = settings()
         s.facility = .fixed(90)
-        let result = WiegandDoctor.sendTest(settings: s, logger: Logger(level: .error), card: 324, calls: WiegandMemoryChip(),
+        let result = WiegandDoctor.sendTest(settings: s, logger: Logger(level: .error), card: 324, calls: MemoryGpiod.single(),
                                             runtime: r)
         XCTAssertTrue(result.passed, result.summary)
         XCTAssertEqual(result.frame?.bits.description, "00101101000000001010001000")
@@ -71,7 +73,7 @@ final class WiegandOutputTests: XCTestCase {
         r.stallLimitMs = 60_000   // a loaded test machine must not cut the frame
         r.realtime = false
         let result = WiegandDoctor.sendTest(settings: settings(chip: "pinctrl-rp1"), logger: Logger(level: .error),
-                                            calls: WiegandMemoryChip(), runtime: r)
+                                            calls: MemoryGpiod.single(), runtime: r)
         XCTAssertFalse(result.passed)
         XCTAssertTrue(result.summary.hasPrefix("not sent: Wiegand lines not available: no GPIO chip with label 'pinctrl-rp1'"),
                       result.summary)

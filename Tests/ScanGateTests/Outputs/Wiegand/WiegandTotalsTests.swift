@@ -1,5 +1,7 @@
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import XCTest
 import Wiegand
@@ -10,7 +12,7 @@ import Settings
 extension WiegandTransmitterTests {
     func testTwoStallsInARowAreBothCountedAtClose() throws {
         let t = self
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let logs = LogCapture()
         let out = try WiegandOutput(settings: t.settings { $0.frameGapMs = 50 }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: t.runtime { $0.stallLimitMs = nil })

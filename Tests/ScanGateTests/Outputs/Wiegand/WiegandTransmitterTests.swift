@@ -1,5 +1,7 @@
 import Core
+import Feedback
 import GPIO
+import MemoryGPIO
 import Platform
 import XCTest
 import Wiegand
@@ -13,7 +15,7 @@ final class WiegandTransmitterTests: XCTestCase {
 
     func settings(_ edit: (inout WiegandSettings) -> Void = { _ in }) -> WiegandSettings {
         var s = WiegandSettings()
-        s.chip = WiegandFakeGpiod.label
+        s.chip = MemoryGpiod.wiegandLabel
         s.d0 = .name("GPIO12")
         s.d1 = .name("GPIO13")
         s.facility = .fixed(90)
@@ -40,7 +42,7 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testOneFrameBitOrderAndIdleBeforeAndAfter() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let out = try WiegandOutput(settings: settings(), logger: Logger(level: .error), feedback: nil, calls: chip,
                                     runtime: runtime())
         chip.countFrames(of: out)
@@ -49,9 +51,9 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(out.offer(read("324")), .taken)
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
         XCTAssertEqual(chip.frames(), ["00101101000000001010001000"], "bit 1 first, D0 low = 0, D1 low = 1")
-        XCTAssertEqual(chip.sets.count, 52, "one set to start each pulse and one to end it")
-        XCTAssertFalse(chip.sets.contains { $0.physical == [0, 0] }, "D0 and D1 low together")
-        XCTAssertEqual(chip.sets.last?.physical, [1, 1])
+        XCTAssertEqual(chip.wireSets.count, 52, "one set to start each pulse and one to end it")
+        XCTAssertFalse(chip.wireSets.contains { $0.physical == [0, 0] }, "D0 and D1 low together")
+        XCTAssertEqual(chip.wireSets.last?.physical, [1, 1])
         out.close(deadline: .now().adding(milliseconds: 2000))
         let log = chip.log
         XCTAssertEqual(Array(log.suffix(3)), [.set(offsets: [Self.d0, Self.d1], physical: [1, 1]),
@@ -62,7 +64,7 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testActiveHighInvertsTheLevels() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let out = try WiegandOutput(settings: settings { $0.activeHigh = true }, logger: Logger(level: .error),
                                     feedback: nil, calls: chip, runtime: runtime())
         chip.countFrames(of: out)
@@ -71,12 +73,12 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
         out.close(deadline: .now().adding(milliseconds: 2000))
         XCTAssertEqual(chip.frames(activeHigh: true), ["00101101000000001010001000"])
-        XCTAssertFalse(chip.sets.contains { $0.physical == [1, 1] })
-        XCTAssertEqual(chip.sets.last?.physical, [0, 0], "left idle (low) for an inverting board")
+        XCTAssertFalse(chip.wireSets.contains { $0.physical == [1, 1] })
+        XCTAssertEqual(chip.wireSets.last?.physical, [0, 0], "left idle (low) for an inverting board")
     }
 
     func testTwoQueuedFramesAreSentWholeOneAfterTheOther() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let s = settings { $0.format = .h10304; $0.facility = .fixed(1); $0.frameGapMs = 300 }
         let out = try WiegandOutput(settings: s, logger: Logger(level: .error), feedback: nil, calls: chip, runtime: runtime())
         chip.countFrames(of: out)
@@ -89,14 +91,14 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(chip.frames(), [a, b])
         // The gap: from the last set of frame 1 to the first pulse of frame 2 (a lower bound the
         // transmitter guarantees, not a timing measurement).
-        let sets = chip.sets
+        let sets = chip.wireSets
         let endOfFirst = sets[2 * 37 - 1].ns, startOfSecond = sets[2 * 37].ns
         XCTAssertGreaterThanOrEqual(Double(startOfSecond - endOfFirst) / 1e6, 300)
         XCTAssertEqual(out.health.sent, 2)
     }
 
     func testCloseMidFrameStopsAtABitBoundaryIdleAndNeverResumes() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         // 64 bits 20 ms apart: 1.26 s on the wire; a second frame waits behind it.
         let s = settings { $0.format = .raw(bits: 64); $0.facility = .none; $0.intervalUs = 20000 }
         let logs = LogCapture()
@@ -105,7 +107,7 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(out.offer(read("1")), .taken)
         XCTAssertTrue(waitUntil { chip.setCount >= 6 }, "three pulses on the wire")
         out.close(deadline: .now())
-        let sets = chip.sets
+        let sets = chip.wireSets
         let pulses = sets.filter { $0.physical != [1, 1] }.count
         XCTAssertGreaterThanOrEqual(pulses, 3)
         XCTAssertLessThan(pulses, 64, "the frame was cut, not finished")
@@ -115,7 +117,7 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(Array(chip.log.suffix(2)), [.releaseOutputs(offsets: [Self.d0, Self.d1]), .closeChip])
         XCTAssertTrue(logs.contains("cut after \(pulses) of 64 bits at close; the rest is dropped, never resumed"), "\(logs.all)")
         sleepThread(milliseconds: 100)
-        XCTAssertEqual(chip.sets.count, sets.count, "nothing is sent after close")
+        XCTAssertEqual(chip.wireSets.count, sets.count, "nothing is sent after close")
         XCTAssertEqual(out.offer(read("1")), .refused(reason: "the Wiegand output is closing"))
         XCTAssertEqual(out.health.sent, 0)
         XCTAssertGreaterThanOrEqual(out.health.errors, 2, "the cut frame and the one behind it")
@@ -124,7 +126,7 @@ final class WiegandTransmitterTests: XCTestCase {
     /// The stop deadline while a normal close is still draining (as at shutdown): forceInactive, from
     /// another thread, cuts the frame at a bit boundary; when it returns D0/D1 are idle and released.
     func testForceInactiveCutsTheFrameEvenWhileACloseIsDraining() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let s = settings { $0.format = .raw(bits: 64); $0.facility = .none; $0.intervalUs = 20000 }
         let logs = LogCapture()
         let out = try WiegandOutput(settings: s, logger: logs.logger, feedback: nil, calls: chip, runtime: runtime())
@@ -140,7 +142,7 @@ final class WiegandTransmitterTests: XCTestCase {
         (out as LineHolder).forceInactive()
         XCTAssertEqual(Array(chip.log.suffix(2)), [.releaseOutputs(offsets: [Self.d0, Self.d1]), .closeChip],
                        "released by the time forceInactive returns")
-        let sets = chip.sets
+        let sets = chip.wireSets
         let pulses = sets.filter { $0.physical != [1, 1] }.count
         XCTAssertLessThan(pulses, 64, "the frame was cut, not finished")
         XCTAssertEqual(sets.last?.physical, [1, 1], "left idle")
@@ -150,7 +152,7 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testRefusedReadsSendNothing() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let out = try WiegandOutput(settings: settings(), logger: Logger(level: .error), feedback: nil, calls: chip,
                                     runtime: runtime())
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
@@ -167,7 +169,7 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testQueueFullIsRefused() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let out = try WiegandOutput(settings: settings { $0.intervalUs = 20000 }, logger: Logger(level: .error),
                                     feedback: nil, calls: chip, runtime: runtime { $0.queueCapacity = 2 })
         defer { out.close(deadline: .now()) }
@@ -177,13 +179,13 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testABusyLineIsLoggedWithTheFixAndRetried() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         chip.hold(Self.d1, by: "gpioset")
         let logs = LogCapture()
         let out = try WiegandOutput(settings: settings(), logger: logs.logger, feedback: nil, calls: chip, runtime: runtime())
         chip.countFrames(of: out)
         defer { out.close(deadline: .now().adding(milliseconds: 1000)) }
-        let busy = "Wiegand lines D0 GPIO12 / D1 GPIO13 on scangate-sim (gpiochip0) (--wiegand-d0, --wiegand-d1) are busy: GPIO13 is held by 'gpioset'; stop that program (gpioinfo scangate-sim shows who holds each line) or choose other lines"
+        let busy = "Wiegand D0/D1 lines GPIO12, GPIO13 on scangate-sim (gpiochip0) (--wiegand-d0, --wiegand-d1) are busy: GPIO13 held by 'gpioset'; stop that program (gpioinfo scangate-sim shows who holds each line) or choose another line"
         XCTAssertTrue(logs.contains(busy), "\(logs.all)")
         XCTAssertTrue(logs.contains("retrying every 50 ms"))
         XCTAssertEqual(out.offer(read("324")), .refused(reason: "Wiegand lines not available: \(busy)"))
@@ -197,7 +199,7 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testAMissingLineOrChipSaysWhatThereIs() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let logs = LogCapture()
         let out = try WiegandOutput(settings: settings { $0.d1 = .name("GPIO99") }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: runtime())
@@ -213,7 +215,7 @@ final class WiegandTransmitterTests: XCTestCase {
     }
 
     func testALineThatFailsMidFrameDropsTheFrameAndTheChipIsReopened() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let logs = LogCapture()
         let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: runtime())
@@ -230,14 +232,14 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertTrue(out.waitUntilSent(timeoutMs: 5000))
         let frames = chip.frames()
         XCTAssertEqual(frames.first, "00101", "the cut frame: 5 bits, never resumed")
-        let sets = chip.sets
+        let sets = chip.wireSets
         XCTAssertGreaterThanOrEqual(Double(sets[10].ns - sets[9].ns) / 1e6, 300, "a frame gap after the cut frame too")
         XCTAssertEqual(frames.last, WiegandFormat.h10301.encode(facility: 90, card: 1)?.description)
         XCTAssertEqual(frames.count, 2)
     }
 
     func testAStallLongerThanAPanelWaitsEndsTheFrame() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let logs = LogCapture()
         let out = try WiegandOutput(settings: settings { $0.frameGapMs = 300 }, logger: logs.logger, feedback: nil,
                                     calls: chip, runtime: runtime { $0.stallLimitMs = nil })
@@ -251,11 +253,11 @@ final class WiegandTransmitterTests: XCTestCase {
         XCTAssertEqual(chip.frames(), ["0010"])
         XCTAssertTrue(logs.contains("after 4 of 26 bits (longer than a panel waits between bits); the rest is not sent"), "\(logs.all)")
         XCTAssertEqual(out.health.sent, 0)
-        XCTAssertEqual(chip.sets.last?.physical, [1, 1])
+        XCTAssertEqual(chip.wireSets.last?.physical, [1, 1])
     }
 
     func testRealtimeSetUpIsReportedOnce() throws {
-        let chip = WiegandFakeGpiod()
+        let chip = MemoryGpiod.wiegand()
         let logs = LogCapture()
         let out = try WiegandOutput(settings: settings(), logger: logs.logger, feedback: nil, calls: chip,
                                     runtime: runtime { $0.realtime = true })

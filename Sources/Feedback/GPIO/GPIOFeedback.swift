@@ -1,3 +1,4 @@
+import GPIO
 import Core
 import Dispatch
 import Platform

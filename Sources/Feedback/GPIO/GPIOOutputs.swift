@@ -1,4 +1,5 @@
 import Core
+import GPIO
 import Platform
 import Settings
 
@@ -14,7 +15,9 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
     private let calls: GpiodCalls
     private let logger: Logger
     private let clock: FeedbackClock
-    private var session: GPIOChipSession?
+    /// The open chip and each role's request through it (every request holds the chip).
+    private var chip: GPIOChip?
+    private var requests: [GPIORole: LineRequest] = [:]
     /// The level each role should have (what the player last asked for).
     private var desired: [GPIORole: Bool] = [:]
     /// Roles whose last attempt failed, with the error, to log recovery.
@@ -33,7 +36,7 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
     }
 
     /// Roles whose line is requested now.
-    public var openRoles: Set<GPIORole> { Set(session?.requests.keys.map { $0 } ?? []) }
+    public var openRoles: Set<GPIORole> { lock.withLock { _ in Set(requests.keys) } }
 
     /// The last error of each role that is not open (the chip's error for all roles when it is missing).
     public var problems: [GPIORole: GPIOError] {
@@ -49,8 +52,8 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
     private func setLocked(_ role: GPIORole, active: Bool) {
         guard !closed else { return }
         desired[role] = active
-        guard let session else { return }
-        if case .failure(let error) = session.set(role, active: active) {
+        guard chip != nil else { return }
+        if case .failure(let error) = setRequested(role, active: active) {
             if error.meansChipGone {
                 logger.warning("GPIO: \(error); chip closed, reopening every \(seconds(settings.retryMs))",
                                rateLimitKey: "gpio:chip")
@@ -84,8 +87,8 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
         // The owner holds the lock only for one libgpiod call at a time; wait for it a little, never for ever.
         for _ in 0..<50 {
             let done: Bool? = lock.withLockIfAvailable { _ in
-                guard !closed, let session else { return true }
-                for role in session.requests.keys.sorted() { _ = session.set(role, active: false) }
+                guard !closed else { return true }
+                for role in requests.keys.sorted() { _ = setRequested(role, active: false) }
                 return true
             }
             if done != nil { return }
@@ -93,12 +96,26 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
         }
     }
 
+    /// Sets a requested role's logical level (true = active; the kernel applies active-low).
+    private func setRequested(_ role: GPIORole, active: Bool) -> Result<Void, GPIOError> {
+        guard let request = requests[role] else { return .success(()) }
+        return request.setValue(active ? 1 : 0).mapError { e in
+            GPIOError(.lineFailed, "cannot set GPIO line \(request.lineTitles[0]) on \(request.chip.title) for the \(role.title): \(e)",
+                      errno: e)
+        }
+    }
+
+    /// Drives every requested line inactive, releases it and closes the chip.
     private func closeSession() {
-        guard let session else { return }
-        for error in session.close() {
+        guard let chip else { return }
+        for role in requests.keys.sorted() {
+            guard let request = requests[role], let e = request.release() else { continue }
+            let error = GPIOError(.lineFailed, "cannot set GPIO line \(request.lineTitles[0]) on \(chip.title) for the \(role.title): \(e)",
+                                  errno: e)
             logger.warning("GPIO: while driving lines inactive: \(error)", rateLimitKey: "gpio:close")
         }
-        self.session = nil
+        requests.removeAll()
+        self.chip = nil
     }
 
     private func scheduleRetry(from now: MonotonicInstant) {
@@ -112,10 +129,10 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
     private func openMissing(at now: MonotonicInstant) {
         nextRetry = nil
         guard let chipText = settings.chip, settings.hasLines else { return }
-        if session == nil {
-            switch GPIOChipSession.open(chipText, calls: calls) {
+        if chip == nil {
+            switch GPIOChip.open(chipText, calls: calls) {
             case .success(let s):
-                session = s
+                chip = s
                 if chipFailing != nil { logger.notice("GPIO: chip \(s.title) is available again") }
                 chipFailing = nil
             case .failure(let error):
@@ -126,13 +143,28 @@ public final class GPIOOutputs: FeedbackLines, @unchecked Sendable {
                 return
             }
         }
-        guard let session else { return }
-        for (role, spec) in settings.lines.sorted(by: { $0.key < $1.key }) where session.requests[role] == nil {
+        guard let chip else { return }
+        // Which role's line is which offset, so two roles can never share one (a name and an offset may
+        // name the same line).
+        var resolved: [Int: GPIORole] = [:], conflicts: [GPIORole: GPIOError] = [:]
+        for (role, spec) in settings.lines.sorted(by: { $0.key < $1.key }) {
+            guard case .success(let offset) = chip.offset(of: spec, flag: role.flag) else { continue }
+            if let other = resolved[offset] {
+                conflicts[role] = GPIOError(.lineConflict,
+                    "line \(chip.lineTitle(spec)) on \(chip.title) is given for both the \(other.title) (\(other.flag)) and the \(role.title) (\(role.flag)); each role needs its own line")
+            } else {
+                resolved[offset] = role
+            }
+        }
+        for (role, spec) in settings.lines.sorted(by: { $0.key < $1.key }) where requests[role] == nil {
             let activeLow = settings.activeLow.contains(role)
-            switch session.request(role, spec: spec, activeLow: activeLow, active: desired[role] ?? false) {
+            let config = LineRequest.Config(purpose: role.title, lines: [.init(spec, flag: role.flag)],
+                                            direction: .output(initial: [desired[role] ?? false ? 1 : 0]), activeLow: activeLow)
+            switch conflicts[role].map({ .failure($0) }) ?? chip.request(config) {
             case .success(let request):
+                requests[role] = request
                 let verb = failing.removeValue(forKey: role) == nil ? "" : " (available again)"
-                logger.info("GPIO: \(role.title) on line \(request.title) of \(session.title)\(activeLow ? ", active-low" : "")\(verb)")
+                logger.info("GPIO: \(role.title) on line \(request.lineTitles[0]) of \(chip.title)\(activeLow ? ", active-low" : "")\(verb)")
             case .failure(let error):
                 failing[role] = error
                 logger.error("GPIO: \(error); scanning goes on without it, retrying every \(seconds(settings.retryMs))",
