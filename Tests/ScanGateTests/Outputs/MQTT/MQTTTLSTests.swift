@@ -48,6 +48,10 @@ final class MQTTTLSTests: XCTestCase {
         let output = try MQTTTestEvents.output(try settings(broker, client: client), library: library, log: log)
         defer { output.close(deadline: MonotonicInstant.now().adding(milliseconds: 3000)) }
         XCTAssertTrue(waitUntil(15) { output.link.connected }, "\(output.link) \(log.all)")
+        // The retained status reaches the consumer only once its subscription is in place (it may subscribe
+        // after the kiosk connects); an event is not retained, so it is reported after that.
+        XCTAssertTrue(sub.wait(timeout: 15) { $0.contains { $0.topic == "scangate/kiosk-1/status" } },
+                      "the consumer's subscription: \(sub.messages.map(\.topic))")
         output.report(MQTTTestEvents.event(seq: 1, text: "over TLS"))
         XCTAssertTrue(sub.wait(timeout: 15) { $0.contains { $0.topic == "scangate/kiosk-1/event" } },
                       "\(sub.messages.map(\.topic))\n\(broker.log)")
