@@ -85,12 +85,12 @@ enum TestProcess {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let input = Pipe()
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        let input: Pipe? = stdin == nil ? nil : Pipe()
+        process.standardInput = input ?? FileHandle.nullDevice
         let done = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in done.signal() }
         try process.run()
-        if let stdin {
+        if let stdin, let input {
             let bytes = Data(stdin.utf8)
             DispatchQueue.global().async {
                 try? input.fileHandleForWriting.write(contentsOf: bytes)
@@ -115,6 +115,12 @@ enum TestProcess {
             _ = done.wait(timeout: .now() + 5)
         }
         group.wait()
+        // Foundation does not close a Pipe's descriptors when the Pipe goes: closed here, or each run would
+        // leave two behind (a long test run then passes FD_SETSIZE, where libmosquitto's select() fails).
+        for handle in [out.fileHandleForReading, out.fileHandleForWriting, err.fileHandleForReading, err.fileHandleForWriting]
+            + (input.map { [$0.fileHandleForReading] } ?? []) {
+            try? handle.close()
+        }
         let (outData, errData) = collected.withLock { $0 }
         return Result(status: process.terminationStatus, stdout: Array(outData), stderr: String(decoding: errData, as: UTF8.self))
     }
