@@ -68,7 +68,8 @@ public final class SerialOutput: DoorOutput, HealthReporting {
     static let mailboxCapacity = 1024
 
     public func offer(_ event: ReadEvent) -> OutputOffer {
-        guard let worker, !worker.isStopping else { return .refused(reason: "serial: shutting down") }
+        guard let worker else { return .refused(reason: "serial: its thread could not be started") }
+        guard !worker.isStopping else { return .refused(reason: "serial: shutting down") }
         let frame: [UInt8]
         do {
             let symbol = DecodedSymbol(symbology: event.symbol.symbology, data: event.doorData, bounds: event.symbol.bounds)
