@@ -86,7 +86,7 @@ let package = Package(
         // 6. Outputs, one folder each.
         .target(name: "Stdout", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components"], path: "Sources/Outputs/Stdout",
                 swiftSettings: swiftSettings),
-        .target(name: "Serial", dependencies: ["Core", "Platform", "Settings", "Components", "SerialLine"], path: "Sources/Outputs/Serial",
+        .target(name: "Serial", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
         // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
         .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine", "COpenSSL"],

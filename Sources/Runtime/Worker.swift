@@ -39,6 +39,9 @@ public enum WorkerPost: Equatable, Sendable {
 ///   the device's `forceInactive` hook, so every line is inactive when it returns: relay off, LEDs
 ///   off, lines released. The hook must be safe from any thread, bounded, and harmless after the body
 ///   has closed the device.
+/// - A body that waits on descriptors of its own (a port, a socket) asks for a pollable wake-up
+///   (`pollable: true`): post, wake and stop then also signal a pipe the body polls together with its
+///   descriptors (`WorkerInbox.poll(_:until:)`).
 public final class Worker<Message: Sendable>: Sendable {
     public let name: String
     public let capacity: Int
@@ -53,7 +56,8 @@ public final class Worker<Message: Sendable>: Sendable {
     ///   - capacity: messages that may wait (at least 1).
     ///   - forceInactive: drives the device's outputs idle; called by every `stop` and by `forceInactive()`.
     ///   - logger: where a worker that misses its stop deadline is reported (nil: not reported).
-    public init(name: String, capacity: Int, overflow: MailboxOverflow, logger: Logger? = nil,
+    ///   - pollable: the body waits in poll(2) on descriptors of its own, with `WorkerInbox.poll`.
+    public init(name: String, capacity: Int, overflow: MailboxOverflow, logger: Logger? = nil, pollable: Bool = false,
                 forceInactive: @escaping @Sendable () -> Void = {},
                 body: @escaping @Sendable (WorkerInbox<Message>) -> Void) throws(SystemError) {
         self.name = name
@@ -61,7 +65,8 @@ public final class Worker<Message: Sendable>: Sendable {
         self.overflow = overflow
         self.logger = logger
         self.forceInactiveHook = forceInactive
-        let inbox = WorkerInbox<Message>(capacity: max(1, capacity), overflow: overflow)
+        let inbox = WorkerInbox<Message>(capacity: max(1, capacity), overflow: overflow,
+                                         wakePipe: pollable ? try WakePipe(purpose: name) : nil)
         self.inbox = inbox
         thread = try PosixThread(name: name) {
             body(inbox)
@@ -99,10 +104,12 @@ public final class Worker<Message: Sendable>: Sendable {
     /// Stops taking new work, lets the body finish what is in hand until `deadline`, then gives up on
     /// it; calls the `forceInactive` hook on every path. True when the thread finished in time. Calling
     /// it again waits for the same thread, bounded by the new deadline.
+    /// - Parameter waitingUntil: how long to wait for the thread when it is later than `deadline` (the
+    ///   body's own deadline, `stopDeadline`): the time a body needs to wind up after it (close a port).
     @discardableResult
-    public func stop(deadline: MonotonicInstant) -> Bool {
+    public func stop(deadline: MonotonicInstant, waitingUntil: MonotonicInstant? = nil) -> Bool {
         inbox.requestStop(deadline: deadline)
-        let finished = inbox.waitFinished(deadline: deadline)
+        let finished = inbox.waitFinished(deadline: max(deadline, waitingUntil ?? deadline))
         if finished {
             thread.join()
         } else {
@@ -156,14 +163,21 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
     private let overflow: MailboxOverflow
     private let state = PosixMutex(State())
     private let wakeSignal = DispatchSemaphore(value: 0)
+    /// The wake-up of a pollable worker (instead of `wakeSignal`).
+    private let wakePipe: WakePipe?
     private let finishedSignal = DispatchSemaphore(value: 0)
     private let stopFlag = Atomic<Bool>(false)
     /// The stop deadline (CLOCK_MONOTONIC ns), readable without a lock (a Wiegand bit boundary); 0: none.
     private let deadlineNanoseconds = Atomic<UInt64>(0)
 
-    init(capacity: Int, overflow: MailboxOverflow) {
+    init(capacity: Int, overflow: MailboxOverflow, wakePipe: WakePipe? = nil) {
         self.capacity = capacity
         self.overflow = overflow
+        self.wakePipe = wakePipe
+    }
+
+    private func signalWake() {
+        if let wakePipe { wakePipe.signal() } else { wakeSignal.signal() }
     }
 
     // MARK: callers' side (through Worker)
@@ -183,7 +197,7 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
             s.waitingForWork = false
             return result
         }
-        if result.isQueued { wakeSignal.signal() }
+        if result.isQueued { signalWake() }
         return result
     }
 
@@ -192,7 +206,7 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
             if !s.stopping { s.waitingForWork = false }
             return s.stopping
         }
-        wakeSignal.signal()
+        signalWake()
         return !stopping
     }
 
@@ -209,7 +223,7 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
         }
         stopFlag.store(true, ordering: .releasing)
         for w in waiters { w.signal() }
-        wakeSignal.signal()
+        signalWake()
     }
 
     func waitFinished(deadline: MonotonicInstant) -> Bool {
@@ -292,6 +306,33 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
     /// As `wait(until:)`, for at most `nanoseconds` (nil: no bound); for bodies on a clock of their own.
     @discardableResult
     public func wait(nanoseconds: UInt64?) -> Bool {
+        markIdle()
+        if let wakePipe {
+            let ms = nanoseconds.map { Int32(min(($0 + 999_999) / 1_000_000, UInt64(Int32.max))) } ?? -1
+            return wakePipe.wait(milliseconds: ms)
+        }
+        guard let nanoseconds else {
+            wakeSignal.wait()
+            return true
+        }
+        return wakeSignal.wait(timeout: .now() + .nanoseconds(Int(min(nanoseconds, UInt64(Int.max))))) == .success
+    }
+
+    /// The wake-up descriptor of a pollable worker (readable when there is news), for a body that builds
+    /// its own poll set; nil for a worker started without `pollable`.
+    public var wakeDescriptor: Int32? { wakePipe?.readFD }
+
+    /// Waits in one poll(2) until something is posted, `wake` or `stop` is called, one of `descriptors`
+    /// has its events, or `deadline` (nil: no deadline); EINTR is resumed. Says the body is idle to
+    /// `drain` like `wait`. Only for a worker started with `pollable: true` (otherwise it throws EINVAL).
+    public func poll(_ descriptors: [PollRequest], until deadline: MonotonicInstant?) throws(SystemError) -> PollOutcome {
+        guard let wakePipe else { throw SystemError("poll", "worker without a pollable wake-up", .invalidArgument) }
+        markIdle()
+        return try wakePipe.pollDescriptors(descriptors, until: deadline)
+    }
+
+    /// Says the body is idle to `drain` when the mailbox is empty and the body is not busy.
+    private func markIdle() {
         let waiters = state.withLock { s -> [DispatchSemaphore] in
             guard s.count == 0, !s.busy, !s.stopping else { return [] }
             s.waitingForWork = true
@@ -299,11 +340,6 @@ public final class WorkerInbox<Message: Sendable>: Sendable {
             return s.idleWaiters
         }
         for w in waiters { w.signal() }
-        guard let nanoseconds else {
-            wakeSignal.wait()
-            return true
-        }
-        return wakeSignal.wait(timeout: .now() + .nanoseconds(Int(min(nanoseconds, UInt64(Int.max))))) == .success
     }
 
     /// The next message if one waits; never waits.

@@ -272,8 +272,8 @@ public final class SerialPort: @unchecked Sendable {
     /// Drops what was received but not read yet (a reply that came after its reader stopped waiting).
     public func discardInput() { _ = system.discardInput(fd) }
 
-    /// The descriptor, for a dispatch read source on the owner's queue (which must be cancelled before
-    /// `close`).
+    /// The descriptor, for the owner's poll(2) (its worker's `WorkerInbox.poll`), on the thread that
+    /// owns the port and closes it.
     public var descriptor: Int32 { fd }
 
     /// "9600 baud 8N1": the line as the driver kept it (open checks it read back as configured).

@@ -233,7 +233,7 @@ final class MQTTSessionContext: Sendable {
     init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies) throws {
         self.configuration = configuration
         self.dependencies = dependencies
-        self.wake = try WakePipe()
+        self.wake = try WakePipe(purpose: "MQTT session")
         self.state = PosixMutex(Shared())
         self.spoolTrace = SpoolTrace.fromEnvironment(logger: dependencies.logger)
     }

@@ -1,6 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Core
-import Dispatch
 import Platform
+import Runtime
 import SerialLine
 import Settings
 
@@ -9,23 +12,23 @@ import Settings
 ///
 /// `offer` encodes the frame once, on the decode queue: a read whose bytes the framing cannot carry
 /// safely (`--serial-unsafe reject`) is refused for serial only, and the other outputs still get it.
-/// Otherwise the frame goes to the output's own serial queue, where it is written non-blocking, bounded
+/// Otherwise the frame goes to the output's own worker thread, where it is written non-blocking, bounded
 /// by `--serial-write-timeout-ms` and by the read's TTL: a frame older than `--serial-ttl-ms` when it
 /// could be sent is dropped with a log line, never sent late. When the port is missing or vanishes (USB
 /// adapter unplugged: ENODEV, EIO, ENOENT) it is closed and reopened with backoff; frames wait meanwhile
 /// only while within their TTL.
 ///
 /// With `serial-reply-grant` / `serial-reply-deny` set, lines the controller sends back are read on the
-/// same queue (a dispatch read source on the port): a line equal to one of them, arriving while a code
+/// same thread (it polls the port with its wake-up): a line equal to one of them, arriving while a code
 /// sent within `serial-reply-timeout-ms` is outstanding, plays grant or deny through the feedback hub.
 /// Anything else (another line, a reply with no code outstanding, a line over 256 bytes) is logged and
 /// ignored.
 public final class SerialOutput: DoorOutput, HealthReporting {
     public let name = "serial"
     public let settings: SerialSettings
-    private let worker: SerialWorker
-    private let queue: DispatchQueue
-    private let lifecycle = SerialLifecycle()
+    private let link: SerialWorker
+    /// Nil only when its thread could not be started (logged; the output refuses every code).
+    private let worker: Worker<SerialWorker.Pending>?
     private let clock: @Sendable () -> MonotonicInstant
     private let encoder: SerialFrameEncoder
     private let logger: Logger
@@ -41,22 +44,32 @@ public final class SerialOutput: DoorOutput, HealthReporting {
          system: SerialSystemCalls = GlibcSerialSystemCalls(),
          clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
          tuning: SerialOutputTuning = SerialOutputTuning()) {
-        let queue = DispatchQueue(label: "scangate.serial")
-        let lifecycle = self.lifecycle
         self.settings = settings
-        self.queue = queue
         self.clock = clock
         self.logger = logger
         self.encoder = SerialFrameEncoder(settings: settings)
-        self.worker = SerialWorker(settings: settings, path: settings.path ?? "", logger: logger, system: system,
-                                   clock: clock, tuning: tuning, queue: queue, feedback: feedback,
-                                   closingDeadline: { lifecycle.closingDeadline })
-        let worker = self.worker
-        queue.sync { worker.start() }
+        let link = SerialWorker(settings: settings, path: settings.path ?? "", logger: logger, system: system,
+                                clock: clock, tuning: tuning, feedback: feedback)
+        self.link = link
+        // The first open happens here, before the thread starts (the thread owns the port from then on).
+        link.start()
+        do throws(SystemError) {
+            // Its own log line names a thread that misses the close deadline: no logger for the worker.
+            worker = try Worker(name: "scangate-serial", capacity: Self.mailboxCapacity, overflow: .dropOldest,
+                                pollable: true) { inbox in link.run(inbox) }
+        } catch {
+            logger.error("serial: cannot start the serial thread: \(error); codes are not sent")
+            link.abandon(reason: "\(error)")
+            worker = nil
+        }
     }
 
+    /// Codes handed over but not yet taken by the thread (it keeps at most `maximumPending` itself).
+    static let mailboxCapacity = 1024
+
     public func offer(_ event: ReadEvent) -> OutputOffer {
-        guard lifecycle.closingDeadline == nil else { return .refused(reason: "serial: shutting down") }
+        guard let worker else { return .refused(reason: "serial: its thread could not be started") }
+        guard !worker.isStopping else { return .refused(reason: "serial: shutting down") }
         let frame: [UInt8]
         do {
             let symbol = DecodedSymbol(symbology: event.symbol.symbology, data: event.doorData, bounds: event.symbol.bounds)
@@ -64,68 +77,35 @@ public final class SerialOutput: DoorOutput, HealthReporting {
         } catch {
             return .refused(reason: "serial: \(error.reason)")
         }
-        let worker = self.worker
-        queue.async { worker.enqueue(event, frame: frame) }
-        return .taken
+        switch worker.post(SerialWorker.Pending(event: event, frame: frame)) {
+        case .queued:
+            return .taken
+        case .queuedDroppingOldest:
+            logger.warning("serial: a code was dropped: more than \(Self.mailboxCapacity) codes waiting for the serial thread")
+            return .taken
+        case .full, .stopping:
+            return .refused(reason: "serial: shutting down")
+        }
     }
 
-    public var health: ComponentHealth { worker.health.withLock { $0 } }
+    public var health: ComponentHealth { link.health.withLock { $0 } }
 
     /// Sends what is pending until `deadline` (and at most the drain bound, 600 ms), drops the rest with
     /// a log line, discards unsent output and closes the port.
     public func close(deadline: MonotonicInstant) {
-        let drainEnd = min(deadline, clock().adding(milliseconds: worker.tuning.drainMilliseconds))
-        guard lifecycle.beginClosing(deadline: drainEnd) else { return }
-        let done = DispatchSemaphore(value: 0)
-        let worker = self.worker
-        queue.async { worker.finish { done.signal() } }
-        // The queue honours the drain end itself; the wait to `deadline` only guards a wedged driver call.
-        let waitMs = max(deadline.milliseconds(since: clock()), drainEnd.milliseconds(since: clock())) + 50
-        if done.wait(timeout: .now() + .milliseconds(Int(max(0, waitMs)))) == .timedOut {
+        guard let worker, !worker.isStopping else { return }
+        let drainEnd = min(deadline, clock().adding(milliseconds: link.tuning.drainMilliseconds))
+        // The thread honours the drain end itself; the wait to `deadline` only guards a wedged driver call.
+        // The worker counts in real time, the output in `clock`'s.
+        let drainMs = max(0, drainEnd.milliseconds(since: clock()))
+        let waitMs = max(deadline.milliseconds(since: clock()), drainMs) + 50
+        let now = MonotonicInstant.now()
+        if !worker.stop(deadline: now.adding(milliseconds: drainMs), waitingUntil: now.adding(milliseconds: waitMs)) {
             logger.error("serial: \(settings.path ?? "") did not close in time (a driver call is stuck)")
         }
     }
 
     deinit { close(deadline: clock().adding(milliseconds: 1600)) }
-}
-
-/// Shared between callers and the queue: the drain deadline, set once by `close()`.
-final class SerialLifecycle: Sendable {
-    private let deadline = PosixMutex<MonotonicInstant?>(nil)
-
-    var closingDeadline: MonotonicInstant? { deadline.withLock { $0 } }
-
-    /// Sets the deadline; false if closing had already begun.
-    func beginClosing(deadline value: MonotonicInstant) -> Bool {
-        deadline.withLock { current in
-            guard current == nil else { return false }
-            current = value
-            return true
-        }
-    }
-}
-
-/// Runs closures once a read source's cancel handler has closed its descriptor.
-final class ClosedSignal: Sendable {
-    private let state = PosixMutex<(fired: Bool, waiting: [@Sendable () -> Void])>((false, []))
-
-    func whenFired(_ action: @escaping @Sendable () -> Void) {
-        let now = state.withLock { s -> Bool in
-            if s.fired { return true }
-            s.waiting.append(action)
-            return false
-        }
-        if now { action() }
-    }
-
-    func fire() {
-        let actions = state.withLock { s -> [@Sendable () -> Void] in
-            s.fired = true
-            defer { s.waiting.removeAll() }
-            return s.waiting
-        }
-        for a in actions { a() }
-    }
 }
 
 /// Internal timing of the output (not user settings).
@@ -141,9 +121,10 @@ struct SerialOutputTuning: Sendable {
     var maximumReplyLine = 256
 }
 
-/// The output's runtime state. Confined to the output's serial queue: every method runs there.
+/// The output's runtime state and the body of its worker thread. `start` runs in the output's init,
+/// before the thread starts; every other method runs on the thread (`health` excepted).
 final class SerialWorker: @unchecked Sendable {
-    private struct Pending {
+    struct Pending: Sendable {
         let event: ReadEvent
         let frame: [UInt8]
     }
@@ -154,17 +135,18 @@ final class SerialWorker: @unchecked Sendable {
     private let system: SerialSystemCalls
     private let clock: @Sendable () -> MonotonicInstant
     let tuning: SerialOutputTuning
-    private let queue: DispatchQueue
     private let feedback: (any FeedbackSink)?
-    private let closingDeadline: @Sendable () -> MonotonicInstant?
-    /// Read from any thread (status, metrics); written on the queue.
+    /// Read from any thread (status, metrics); written on the thread.
     let health: PosixMutex<ComponentHealth>
 
     private var port: SerialPort?
-    private var replySource: (source: DispatchSourceRead, closed: ClosedSignal)?
     private var pending: [Pending] = []
     private var backoffMilliseconds: Int
-    private var reopenScheduled = false
+    /// When the next reopen is due (real time; nil: none scheduled).
+    private var reopenAt: MonotonicInstant?
+    private var inbox: WorkerInbox<Pending>?
+    /// The drain end in `clock`'s time, once the worker is stopping.
+    private var closing: MonotonicInstant?
     private var everOpened = false
     private var outage = false
     private var finished = false
@@ -174,17 +156,15 @@ final class SerialWorker: @unchecked Sendable {
     private var outstanding: (seq: UInt64, sentAt: MonotonicInstant)?
 
     init(settings: SerialSettings, path: String, logger: Logger, system: SerialSystemCalls,
-         clock: @escaping @Sendable () -> MonotonicInstant, tuning: SerialOutputTuning, queue: DispatchQueue,
-         feedback: (any FeedbackSink)?, closingDeadline: @escaping @Sendable () -> MonotonicInstant?) {
+         clock: @escaping @Sendable () -> MonotonicInstant, tuning: SerialOutputTuning,
+         feedback: (any FeedbackSink)?) {
         self.settings = settings
         self.path = path
         self.logger = logger
         self.system = system
         self.clock = clock
         self.tuning = tuning
-        self.queue = queue
         self.feedback = feedback
-        self.closingDeadline = closingDeadline
         self.backoffMilliseconds = tuning.initialBackoffMilliseconds
         self.health = PosixMutex(ComponentHealth(name: "serial", state: .degraded, detail: "\(settings.summary) opening"))
     }
@@ -193,7 +173,53 @@ final class SerialWorker: @unchecked Sendable {
         if !openPort() { scheduleReopen() }
     }
 
-    func enqueue(_ event: ReadEvent, frame: [UInt8]) {
+    /// The thread: takes the codes handed over, sends them, reads the controller's replies and reopens
+    /// a lost port; once stopping, drains within the drain deadline and closes the port.
+    func run(_ inbox: WorkerInbox<Pending>) {
+        self.inbox = inbox
+        while !inbox.isStopping {
+            for p in inbox.takeAll() { enqueue(p.event, frame: p.frame) }
+            if let at = reopenAt, MonotonicInstant.now() >= at { reopenTimerFired() }
+            guard !inbox.isStopping else { break }
+            waitForWork(inbox)
+        }
+        for p in inbox.takeAll() { enqueue(p.event, frame: p.frame) }
+        finish()
+    }
+
+    /// The thread could not be started: nothing will be sent.
+    func abandon(reason: String) {
+        finished = true
+        pending.removeAll()
+        closePort()
+        setHealth(.down, detail: "\(path) not served", error: reason)
+    }
+
+    /// Waits for a code, a stop, the next reopen, or (when replies are read) the controller's bytes.
+    private func waitForWork(_ inbox: WorkerInbox<Pending>) {
+        guard let port, readsReplies else {
+            inbox.wait(until: reopenAt)
+            return
+        }
+        do throws(SystemError) {
+            let seen = try inbox.poll([PollRequest(fd: port.descriptor, events: Int16(POLLIN))], until: reopenAt)
+            if let revents = seen.revents.first, revents != 0 { readReplies(revents: revents) }
+        } catch {
+            logger.warning("serial: waiting for a reply from \(path) failed: \(error)", rateLimitKey: "serial-poll:\(path)")
+            inbox.wait(until: MonotonicInstant.now().adding(milliseconds: 50))
+        }
+    }
+
+    /// The drain end in `clock`'s time once the worker is stopping (its stop deadline counts in real time).
+    private func closingDeadline() -> MonotonicInstant? {
+        if let closing { return closing }
+        guard let stop = inbox?.stopDeadline else { return nil }
+        let deadline = clock().adding(milliseconds: max(0, stop.milliseconds(since: .now())))
+        closing = deadline
+        return deadline
+    }
+
+    private func enqueue(_ event: ReadEvent, frame: [UInt8]) {
         guard !finished else { return }
         pending.append(Pending(event: event, frame: frame))
         if pending.count > tuning.maximumPending {
@@ -204,10 +230,9 @@ final class SerialWorker: @unchecked Sendable {
         pump()
     }
 
-    /// Drains within the closing deadline, then drops what is left and closes the port; `done` runs on
-    /// the queue once the descriptor is closed.
-    func finish(_ done: @escaping @Sendable () -> Void) {
-        guard !finished else { done(); return }
+    /// Drains within the closing deadline, then drops what is left and closes the port.
+    private func finish() {
+        guard !finished else { return }
         if port == nil && !pending.isEmpty { _ = openPort() }
         pump()
         for p in pending {
@@ -215,7 +240,7 @@ final class SerialWorker: @unchecked Sendable {
         }
         pending.removeAll()
         finished = true
-        closePort(then: done)
+        closePort()
     }
 
     // MARK: - Sending
@@ -239,7 +264,7 @@ final class SerialWorker: @unchecked Sendable {
             }
             let writeDeadline = now.adding(milliseconds: Double(settings.writeTimeoutMs))
             let ttlDeadline = event.emittedAt.adding(milliseconds: Double(settings.ttlMs))
-            let outcome = port.write(frame, deadline: { [closingDeadline] in
+            let outcome = port.write(frame, deadline: {
                 min(writeDeadline, ttlDeadline, closingDeadline() ?? writeDeadline)
             }, now: clock)
             switch outcome {
@@ -298,15 +323,22 @@ final class SerialWorker: @unchecked Sendable {
 
     private var readsReplies: Bool { !settings.replyGrant.isEmpty || !settings.replyDeny.isEmpty }
 
-    /// Reads what the controller sent (called by the read source when the port is readable).
-    private func readReplies() {
+    /// Reads what the controller sent (when poll says the port is readable). A port that polls hung up
+    /// or in error with nothing to read is lost (it would poll so again at once).
+    private func readReplies(revents: Int16) {
         guard let port, !finished else { return }
+        var received = false
         while true {
             let now = clock()
             switch port.read(maxBytes: 512, deadline: { now }, now: { now }) {
             case .bytes(let bytes):
+                received = received || !bytes.isEmpty
                 for b in bytes { receive(b) }
             case .timedOut:
+                if !received && revents & Int16(POLLIN) == 0 && revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
+                    logger.warning("serial: \(path) lost while reading a reply: hung up; reopening")
+                    dropPort(reason: "\(path) lost: hung up")
+                }
                 return
             case .lost(let e):
                 logger.warning("serial: \(path) lost while reading a reply: \(e); reopening")
@@ -380,19 +412,7 @@ final class SerialWorker: @unchecked Sendable {
             return false
         }
         port = opened
-        if readsReplies {
-            opened.discardInput()
-            let source = DispatchSource.makeReadSource(fileDescriptor: opened.descriptor, queue: queue)
-            let closed = ClosedSignal()
-            source.setEventHandler { [weak self] in self?.readReplies() }
-            // The descriptor is closed only once the source is cancelled (libdispatch's rule).
-            source.setCancelHandler {
-                opened.close()
-                closed.fire()
-            }
-            source.resume()
-            replySource = (source, closed)
-        }
+        if readsReplies { opened.discardInput() }
         if !everOpened {
             logger.info("serial: \(settings.summary) open" + (readsReplies ? ", reading the controller's replies" : ""))
             if case .ioctlOnly(let reason) = opened.exclusivity {
@@ -408,21 +428,11 @@ final class SerialWorker: @unchecked Sendable {
         return true
     }
 
-    /// Closes the port (through its read source when there is one); `then` runs once it is closed.
-    private func closePort(then done: (@Sendable () -> Void)? = nil) {
+    private func closePort() {
         replyLine.removeAll()
         discardingLongReply = false
-        if let (source, closed) = replySource {
-            replySource = nil
-            port = nil
-            // The cancel handler closes the descriptor, then runs `done`.
-            if let done { closed.whenFired(done) }
-            source.cancel()
-            return
-        }
         port?.close()
         port = nil
-        done?()
     }
 
     private func dropPort(reason: String) {
@@ -434,17 +444,14 @@ final class SerialWorker: @unchecked Sendable {
     }
 
     private func scheduleReopen() {
-        guard !reopenScheduled, !finished, closingDeadline() == nil else { return }
-        reopenScheduled = true
+        guard reopenAt == nil, !finished, closingDeadline() == nil else { return }
         let delay = backoffMilliseconds
         backoffMilliseconds = min(backoffMilliseconds * 2, tuning.maximumBackoffMilliseconds)
-        queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in
-            self?.reopenTimerFired()
-        }
+        reopenAt = MonotonicInstant.now().adding(milliseconds: Double(delay))
     }
 
     private func reopenTimerFired() {
-        reopenScheduled = false
+        reopenAt = nil
         guard !finished, closingDeadline() == nil else { return }
         if port == nil && !openPort() {
             // Drop what has expired while the port is away, then try again later.
