@@ -99,7 +99,7 @@ let package = Package(
         .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO"],
                 path: "Sources/Outputs/DoorRelay", swiftSettings: swiftSettings),
         // MQTT to the fleet's broker (libmosquitto): events, state, commands, a spool that loses nothing.
-        .target(name: "MQTT", dependencies: ["Core", "Platform", "Settings", "Components", "CMosquitto", "COpenSSL", "CShim"],
+        .target(name: "MQTT", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components", "CMosquitto", "COpenSSL", "CShim"],
                 path: "Sources/Outputs/MQTT", swiftSettings: swiftSettings),
         // 7. Feedback: the one door in; GPIO and the beep play.
         .target(name: "Feedback", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components", "GPIO", "Sound"],

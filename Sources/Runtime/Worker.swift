@@ -41,7 +41,8 @@ public enum WorkerPost: Equatable, Sendable {
 ///   has closed the device.
 /// - A body that waits on descriptors of its own (a port, a socket) asks for a pollable wake-up
 ///   (`pollable: true`): post, wake and stop then also signal a pipe the body polls together with its
-///   descriptors (`WorkerInbox.poll(_:until:)`).
+///   descriptors (`WorkerInbox.poll(_:until:)`). A device whose state is shared by two workers, each
+///   woken by the other, makes the pipes first and hands each worker its own (`wakePipe:`).
 public final class Worker<Message: Sendable>: Sendable {
     public let name: String
     public let capacity: Int
@@ -57,16 +58,18 @@ public final class Worker<Message: Sendable>: Sendable {
     ///   - forceInactive: drives the device's outputs idle; called by every `stop` and by `forceInactive()`.
     ///   - logger: where a worker that misses its stop deadline is reported (nil: not reported).
     ///   - pollable: the body waits in poll(2) on descriptors of its own, with `WorkerInbox.poll`.
+    ///   - wakePipe: the pipe that wakes the body, made by the caller (who also signals it); implies pollable.
     public init(name: String, capacity: Int, overflow: MailboxOverflow, logger: Logger? = nil, pollable: Bool = false,
-                forceInactive: @escaping @Sendable () -> Void = {},
+                wakePipe: WakePipe? = nil, forceInactive: @escaping @Sendable () -> Void = {},
                 body: @escaping @Sendable (WorkerInbox<Message>) -> Void) throws(SystemError) {
         self.name = name
         self.capacity = max(1, capacity)
         self.overflow = overflow
         self.logger = logger
         self.forceInactiveHook = forceInactive
-        let inbox = WorkerInbox<Message>(capacity: max(1, capacity), overflow: overflow,
-                                         wakePipe: pollable ? try WakePipe(purpose: name) : nil)
+        var pipe = wakePipe
+        if pipe == nil && pollable { pipe = try WakePipe(purpose: name) }
+        let inbox = WorkerInbox<Message>(capacity: max(1, capacity), overflow: overflow, wakePipe: pipe)
         self.inbox = inbox
         thread = try PosixThread(name: name) {
             body(inbox)

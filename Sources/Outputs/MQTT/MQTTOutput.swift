@@ -1,6 +1,7 @@
 import Core
 import Dispatch
 import Platform
+import Runtime
 import Synchronization
 
 /// What an MQTT output needs besides its settings.
@@ -44,17 +45,21 @@ public struct MQTTOutputDependencies: Sendable {
 /// The fleet output: every read as a QoS 1 message on `<prefix>/event`, nothing lost while the broker
 /// is away, plus the retained status and state, commands and Home Assistant discovery.
 ///
-/// Threads and what they own:
+/// Workers (`Runtime.Worker`) and what they own:
 /// - `report()` (the decode queue) encodes the event (id, kiosk, the JSON line), appends it to a bounded
 ///   in-memory queue and returns; it never waits on disk or network.
-/// - The spool thread ("mqtt-spool") opens the spool when the constructor could not (its lock still held
+/// - The spool worker ("mqtt-spool") opens the spool when the constructor could not (its lock still held
 ///   by an output being replaced: it waits up to `lockWaitSeconds`, then retries in the background), then
 ///   takes the queue in batches and appends them to the `EventSpool` (write + fdatasync), expires old
 ///   records and writes the spool head.
-/// - The session thread ("mqtt-session") owns the libmosquitto handle (one per connection attempt) and
+/// - The session worker ("mqtt-session") owns the libmosquitto handle (one per connection attempt) and
 ///   publishes from the spool, in spool order, after they are durable; a record leaves the spool when its
 ///   PUBACK arrives. It reconnects with backoff 1 s doubling to 60 s (back to 1 s only after a connection
 ///   that stayed up `MQTTSession.stableSeconds`).
+///
+/// Their mailboxes carry nothing: the queue in front of the spool is byte-bounded (`PayloadQueue`) and
+/// shared, and each is woken through its own pipe (`MQTTSessionContext.spoolWake`, `.wake`), which the
+/// other signals. The stop flags and deadline are the context's, as both read them.
 ///
 /// When an event is written to the spool: always, before it is published. So any event the broker has
 /// not acknowledged is on disk (after fdatasync), whatever happens next — a broker outage, a restart, a
@@ -67,8 +72,8 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     public let configuration: MQTTConfiguration
     public let ids: EventIDs
     let context: MQTTSessionContext
-    private let spoolThread: PosixThread
-    private let sessionThread: PosixThread
+    private let spoolWorker: Worker<Never>
+    private let sessionWorker: Worker<Never>
     private let closed = Atomic<Bool>(false)
 
     /// Most bytes the queue in front of the spool holds (about 8 MiB of JSON); beyond it the oldest is dropped.
@@ -78,7 +83,7 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     public static let lockWaitSeconds = 5.0
     public static let lockRetrySeconds = 2.0
 
-    /// Opens (and recovers) the spool and starts the two threads; connecting happens on the session thread.
+    /// Opens (and recovers) the spool and starts the two workers; connecting happens on the session worker.
     /// A spool whose lock is held is opened by the spool thread once it is free; other spool errors throw.
     public init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies, ids: EventIDs? = nil) throws {
         self.configuration = configuration
@@ -99,12 +104,15 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
         case .failure(let error): throw error
         }
         self.context = context
-        spoolThread = try PosixThread(name: "mqtt-spool") { SpoolWriter(context: context).run() }
+        let logger = dependencies.logger
+        spoolWorker = try Worker(name: "mqtt-spool", capacity: 1, overflow: .refuse, logger: logger,
+                                 wakePipe: context.spoolWake) { inbox in SpoolWriter(context: context, inbox: inbox).run() }
         do {
-            sessionThread = try PosixThread(name: "mqtt-session") { MQTTSession(context: context).run() }
+            sessionWorker = try Worker(name: "mqtt-session", capacity: 1, overflow: .refuse, logger: logger,
+                                       wakePipe: context.wake) { inbox in MQTTSession(context: context, inbox: inbox).run() }
         } catch {
             context.requestStop(deadline: .now())
-            spoolThread.join()
+            spoolWorker.stop(deadline: .now().adding(milliseconds: 5000))
             context.closeDurable()
             throw error
         }
@@ -148,20 +156,17 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
 
     /// Lets the spool thread write what is queued and the session send what it can until `deadline`,
     /// then publishes `offline` (retained), disconnects and closes the spool. Returns by the deadline;
-    /// a thread still in a blocking call (a DNS lookup) is left to finish on its own, and the spool (with
-    /// its directory lock) is closed anyway once the spool thread is done, so a new output can take it.
+    /// a worker still in a blocking call (a DNS lookup) is left to finish on its own (the worker says so),
+    /// and the spool (with its directory lock) is closed anyway once the spool worker is done, so a new
+    /// output can take it.
     public func close(deadline: MonotonicInstant) {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         context.requestStop(deadline: deadline)
-        if context.waitFinished(until: deadline) {
-            spoolThread.join()
-            sessionThread.join()
-            context.closeDurable()
-        } else {
-            let writerDone = context.state.withLock { $0.spoolWriterDone }
-            if writerDone { context.closeDurable() }
-            context.dependencies.logger.warning("mqtt: the session did not stop by its deadline; it is left to end on its own"
-                                                + (writerDone ? " (the spool is closed and its lock released)" : ""))
+        let writerDone = spoolWorker.stop(deadline: deadline)
+        let sessionDone = sessionWorker.stop(deadline: deadline)
+        if writerDone { context.closeDurable() }
+        if !sessionDone && writerDone {
+            context.dependencies.logger.notice("mqtt: the spool is closed and its lock released; the session ends on its own")
         }
     }
 
@@ -171,27 +176,26 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     /// publishes the will. The session reconnects after its backoff.
     func testHookDropConnection() { context.requestConnectionDrop() }
 
-    /// Stops both threads as kill -9 would leave things: nothing more is written (no head, no queue),
+    /// Stops both workers as kill -9 would leave things: nothing more is written (no head, no queue),
     /// no offline message, no DISCONNECT; the socket is just closed. Waits until they stopped.
     func testHookCrash() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         context.requestCrash()
-        _ = context.waitFinished(until: MonotonicInstant.now().adding(milliseconds: 10_000))
-        spoolThread.join()
-        sessionThread.join()
+        let deadline = MonotonicInstant.now().adding(milliseconds: 10_000)
+        spoolWorker.stop(deadline: deadline)
+        sessionWorker.stop(deadline: deadline)
         context.abandonDurable()
     }
 }
 
-/// What the spool thread and the session thread share.
+/// What the spool worker and the session worker share.
 final class MQTTSessionContext: Sendable {
     let configuration: MQTTConfiguration
     let dependencies: MQTTOutputDependencies
-    /// Wakes the session thread (new durable events, stop, state nudge).
+    /// Wakes the session worker (new durable events, stop, state nudge): its worker's wake-up.
     let wake: WakePipe
-    /// Wakes the spool thread (new queued events, stop).
-    let spoolSignal = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
+    /// Wakes the spool worker (new queued events, stop): its worker's wake-up.
+    let spoolWake: WakePipe
     let state: PosixMutex<Shared>
     /// The spool and the command ids beside it, once the spool is open (its directory lock held).
     private let durable = PosixMutex<Durable?>(nil)
@@ -227,13 +231,14 @@ final class MQTTSessionContext: Sendable {
         var stateNudge = false
         var spoolWriterDone = false
         var spoolFailure: String?
-        var threadsFinished = 0
+        var bodiesFinished = 0
     }
 
     init(configuration: MQTTConfiguration, dependencies: MQTTOutputDependencies) throws {
         self.configuration = configuration
         self.dependencies = dependencies
-        self.wake = try WakePipe(purpose: "MQTT session")
+        self.wake = try WakePipe(purpose: "mqtt-session")
+        self.spoolWake = try WakePipe(purpose: "mqtt-spool")
         self.state = PosixMutex(Shared())
         self.spoolTrace = SpoolTrace.fromEnvironment(logger: dependencies.logger)
     }
@@ -308,7 +313,7 @@ final class MQTTSessionContext: Sendable {
             logger.warning("mqtt: the queue in front of the spool is full (the disk does not keep up): dropped the oldest event; "
                            + "\(dropped) dropped so far", rateLimitKey: "mqtt-queue-drop")
         }
-        spoolSignal.signal()
+        spoolWake.signal()
     }
 
     /// Takes up to `maxCount` queued payloads (oldest first).
@@ -368,7 +373,7 @@ final class MQTTSessionContext: Sendable {
             s.stopping = true
             s.deadline = deadline
         }
-        spoolSignal.signal()
+        spoolWake.signal()
         wake.signal()
         // A writer held by the test gate is let go.
         writerGate.withLock { $0 }?.signal()
@@ -380,7 +385,7 @@ final class MQTTSessionContext: Sendable {
             s.stopping = true
             s.deadline = .now()
         }
-        spoolSignal.signal()
+        spoolWake.signal()
         wake.signal()
         writerGate.withLock { $0 }?.signal()
     }
@@ -390,25 +395,14 @@ final class MQTTSessionContext: Sendable {
         wake.signal()
     }
 
-    /// Each thread calls this once at its end; after the second (unless crashed) the spool is closed, so its
-    /// lock is free for whoever comes next.
-    func threadFinished() {
+    /// Each worker's body calls this once at its end; after the second (unless crashed) the spool is
+    /// closed, so its lock is free for whoever comes next, even when `close` stopped waiting for them.
+    func bodyFinished() {
         let (count, crash) = state.withLock { s -> (Int, Bool) in
-            s.threadsFinished += 1
-            return (s.threadsFinished, s.crash)
+            s.bodiesFinished += 1
+            return (s.bodiesFinished, s.crash)
         }
         if count == 2 && !crash { closeDurable() }
-        finished.signal()
-    }
-
-    /// Waits until both threads finished, at most until `deadline`.
-    func waitFinished(until deadline: MonotonicInstant) -> Bool {
-        for _ in 0..<2 {
-            let now = MonotonicInstant.now()
-            let remaining = deadline > now ? deadline.nanoseconds - now.nanoseconds : 0
-            if finished.wait(timeout: .now() + .nanoseconds(Int(min(remaining, UInt64(Int.max))))) == .timedOut { return false }
-        }
-        return true
     }
 
     func spoolFailure() -> String? { state.withLock { $0.spoolFailure } }
@@ -423,16 +417,17 @@ final class MQTTSessionContext: Sendable {
     }
 }
 
-/// The spool thread: opens the spool when its lock was held, then queue -> spool (durable), age expiry,
-/// the head file.
+/// The spool worker's body: opens the spool when its lock was held, then queue -> spool (durable), age
+/// expiry, the head file.
 struct SpoolWriter {
     let context: MQTTSessionContext
+    let inbox: WorkerInbox<Never>
 
     func run() {
         defer {
             context.state.withLock { $0.spoolWriterDone = true }
             context.wake.signal()
-            context.threadFinished()
+            context.bodyFinished()
         }
         let opened = context.spool ?? waitForSpool()
         guard let spool = opened else {
@@ -443,7 +438,7 @@ struct SpoolWriter {
         var lastSync = MonotonicInstant.now()
         var failing = false
         while true {
-            _ = context.spoolSignal.wait(timeout: .now() + .milliseconds(1000))
+            inbox.wait(nanoseconds: 1_000_000_000)
             let (stopping, crash) = context.state.withLock { ($0.stopping, $0.crash) }
             if crash { break }
             while true {
@@ -522,7 +517,7 @@ struct SpoolWriter {
                 if said { context.logger.notice("mqtt spool \(spool.directory): open now; \(context.queuedCount) queued events go in") }
                 context.wake.signal()
                 // The waits above took the queue's wake-ups: write what is queued at once.
-                context.spoolSignal.signal()
+                context.spoolWake.signal()
                 return spool
             case .failure(let e):
                 error = e
@@ -550,7 +545,7 @@ struct SpoolWriter {
         while !context.state.withLock({ $0.stopping }) {
             let now = MonotonicInstant.now()
             if now >= until { return }
-            _ = context.spoolSignal.wait(timeout: .now() + .milliseconds(Int(min(until.milliseconds(since: now) + 1, 1000))))
+            inbox.wait(nanoseconds: UInt64(min(until.milliseconds(since: now) + 1, 1000) * 1_000_000))
         }
     }
 }

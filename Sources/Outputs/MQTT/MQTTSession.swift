@@ -1,22 +1,24 @@
 import CMosquitto
 import Core
 import Platform
+import Runtime
 #if canImport(Glibc)
 import Glibc
 import Settings
 #endif
 
-/// The session thread: one persistent broker session at a time, reconnected with backoff.
+/// The session worker's body: one persistent broker session at a time, reconnected with backoff.
 ///
 /// Its own loop, not mosquitto_loop_start: libmosquitto's "exponential" reconnect delay is
 /// delay*(n+1)^2 (1, 4, 9, ... s), not the doubling asked for, and its thread cannot also wait on the
-/// spool. Here one thread polls the broker socket and a wake-up pipe, calls mosquitto_loop(…, 0, 1) for
+/// spool. Here one worker polls the broker socket and its wake-up (`WorkerInbox.poll`), calls mosquitto_loop(…, 0, 1) for
 /// each wake-up (reads, writes, the TLS handshake, keepalive pings) and between calls publishes from
 /// the spool, so every libmosquitto call happens on this thread and no callback calls back into it.
 /// Each connection attempt has a new handle (mosquitto_new … mosquitto_destroy): with clean sessions
 /// and nothing carried over in libmosquitto's memory, the spool alone decides what is sent again.
 final class MQTTSession {
     let context: MQTTSessionContext
+    let inbox: WorkerInbox<Never>
     let configuration: MQTTConfiguration
     var logger: Logger { context.logger }
     var failedAttempts = 0
@@ -58,8 +60,9 @@ final class MQTTSession {
     /// it are not blocked for ever.
     static let maxRefusals = 3
 
-    init(context: MQTTSessionContext) {
+    init(context: MQTTSessionContext, inbox: WorkerInbox<Never>) {
         self.context = context
+        self.inbox = inbox
         self.configuration = context.configuration
     }
 
@@ -100,7 +103,7 @@ final class MQTTSession {
             }
         }
         setLink(connected: false, detail: "stopped", error: nil, retryIn: nil)
-        context.threadFinished()
+        context.bodyFinished()
     }
 
     /// The wait before the next attempt: `current` (which doubles after each wait), or 1 s again when the
@@ -117,7 +120,7 @@ final class MQTTSession {
             if context.state.withLock({ $0.stopping }) { return false }
             let now = MonotonicInstant.now()
             if now >= until { return true }
-            context.wake.wait(milliseconds: Int32(min(until.milliseconds(since: now) + 1, 1000)))
+            inbox.wait(nanoseconds: UInt64(min(until.milliseconds(since: now) + 1, 1000) * 1_000_000))
         }
     }
 
@@ -205,16 +208,14 @@ final class MQTTSession {
 
             var timeout: Double = connected ? 1000 : min(1000, max(0, connectDeadline.milliseconds(since: .now())))
             if flags.stopping { timeout = min(timeout, 20) }
-            var fds = [
-                pollfd(fd: socket, events: Int16(POLLIN) | (client.wantsWrite ? Int16(POLLOUT) : 0), revents: 0),
-                pollfd(fd: context.wake.readFD, events: Int16(POLLIN), revents: 0),
-            ]
-            if case .failure(let e) = retryOnInterrupt({ poll(&fds, 2, Int32(timeout)) }) {
+            let wanted = PollRequest(fd: socket, events: Int16(POLLIN) | (client.wantsWrite ? Int16(POLLOUT) : 0))
+            var socketEvents: Int16 = 0
+            do {
+                socketEvents = try inbox.poll([wanted], until: MonotonicInstant.now().adding(milliseconds: timeout)).revents[0]
+            } catch {
                 // EINVAL or ENOMEM: nothing was waited for; the loop below still runs libmosquitto once.
-                logger.warning("mqtt: poll on the broker socket: \(e)", rateLimitKey: "mqtt-poll")
+                logger.warning("mqtt: poll on the broker socket: \(error)", rateLimitKey: "mqtt-poll")
             }
-            if fds[1].revents != 0 { context.wake.drain() }
-            let socketEvents = fds[0].revents
 
             let rc = client.loop()
             let errnoAfterLoop = Errno.current

@@ -136,6 +136,24 @@ final class WorkerTests: XCTestCase {
         XCTAssertFalse(events.all.contains("timeout"))
     }
 
+    /// Two workers that wake each other (MQTT's spool and session): each is woken through a pipe made
+    /// before it, by whoever holds the pipe, and its own stop still wakes it.
+    func testAWorkerWokenThroughAPipeMadeBeforeIt() throws {
+        let pipe = try WakePipe(purpose: "test-pipe")
+        let events = Recorder<String>()
+        let worker = try Worker<Never>(name: "test-pipe", capacity: 1, overflow: .refuse, wakePipe: pipe) { inbox in
+            while !inbox.isStopping {
+                events.append(inbox.wait(until: .now().adding(milliseconds: 60_000)) ? "woken" : "timeout")
+            }
+            events.append("stopped")
+        }
+        XCTAssertTrue(pipe.signal())
+        XCTAssertTrue(waitUntil { events.all.contains("woken") }, "the holder of the pipe wakes the body")
+        XCTAssertTrue(worker.stop(deadline: .now().adding(milliseconds: 10_000)), "the stop wakes it through the same pipe")
+        XCTAssertEqual(events.all.last, "stopped")
+        XCTAssertFalse(events.all.contains("timeout"))
+    }
+
     func testTheGroupStartsInOrderAndStopsInReverseWithOneDeadline() throws {
         let order = Recorder<String>()
         let log = LogCapture()
