@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Core
 import Images
 import Platform
@@ -61,6 +64,11 @@ public struct LiveFrameSet: Sendable {
             else { throw bad("frame \(i) has no file name inside the directory") }
             guard let category = f["category"]?.stringValue, categories.contains(where: { $0.name == category }) else {
                 throw bad("frame \(file) names no listed category")
+            }
+            // Every frame is there before the run starts: a missing one fails now, in one line.
+            var info = stat()
+            guard stat(directory + "/" + file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                throw UsageError("cannot read \(directory)/\(file): no such file (listed in \(path))")
             }
             var payload: [UInt8]? = nil
             if let b64 = f["payload_b64"], b64 != .null {
