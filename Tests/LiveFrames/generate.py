@@ -357,20 +357,21 @@ def frame(rng, category, modules, quiet):
         margin = rng.uniform(0.05, 0.2)
     render_modules(img, modules, (quiet, q_v), corners, dark, light, margin=margin)
     if category == "qr-screen" or (inverted and rng.random() < 0.5):
-        # The screen's pixel grid at a pitch near the camera's pixel pitch, slightly rotated: moire.
+        # The screen's pixel grid, sampled by the sensor at a pitch near one or two of its pixels and
+        # slightly rotated: the beat between the two grids is the moire's broad bands.
         yy, xx = np.mgrid[0:H, 0:W].astype(np.float64)
-        pitch = rng.uniform(1.6, 3.2)
+        pitch = rng.choice([rng.uniform(0.88, 1.12), rng.uniform(1.8, 2.25)])
         a = math.radians(rotation + rng.uniform(-4, 4))
         gx = np.cos(2 * math.pi * (xx * math.cos(a) + yy * math.sin(a)) / pitch)
         gy = np.cos(2 * math.pi * (-xx * math.sin(a) + yy * math.cos(a)) / pitch)
         mask = np.zeros((H, W))
         render_modules(mask, np.zeros((1, 1), np.uint8), 0, corners, 1, 1, margin=margin)
-        depth = rng.uniform(0.12, 0.25)
+        depth = rng.uniform(0.25, 0.45)
         img *= 1 - mask * depth * (0.5 - 0.25 * (gx + gy))
         # Glare: a bright soft spot on the glass, off the code's centre.
         gxc, gyc = cx + rng.uniform(-0.35, 0.35) * qw * px, cy + rng.uniform(-0.35, 0.35) * qh * px
         sig = rng.uniform(0.12, 0.25) * qw * px
-        img += rng.uniform(50, 110) * np.exp(-(((xx - gxc) ** 2 + (yy - gyc) ** 2) / (2 * sig * sig)))
+        img += rng.uniform(80, 150) * np.exp(-(((xx - gxc) ** 2 + (yy - gyc) ** 2) / (2 * sig * sig)))
     # Lens blur, then illumination falloff, then sensor noise.
     if category == "qr-blur":
         sigma = rng.uniform(0.22, 0.34) * px
