@@ -156,9 +156,9 @@ public struct LiveFrameReference: Sendable {
         let path = directory + "/reference.json"
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        let bytes = try FileBytes.read(path: path, limit: LiveFrameSet.manifestLimit)
+        let bytes = try FileBytes.read(path: path, limit: .benchManifest)
         let json: JSONValue
-        do { json = try JSONValue.parse(bytes, maxBytes: LiveFrameSet.manifestLimit.bytes) } catch {
+        do { json = try JSONValue.parse(bytes, maxBytes: FileSizeLimit.benchManifest.bytes) } catch {
             throw UsageError("cannot read \(path): \(error)")
         }
         if let key = json["generator_key"]?.stringValue, key != frames.key {

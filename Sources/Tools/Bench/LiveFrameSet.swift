@@ -33,14 +33,12 @@ public struct LiveFrameSet: Sendable {
     public let categories: [Category]
     public let items: [Item]
 
-    static let manifestLimit = FileSizeLimit(bytes: 64 << 20, kind: "bench manifests")
-
     /// Reads `directory/manifest.json`. Throws UsageError naming the file and what is wrong in it.
     public static func load(directory: String) throws(UsageError) -> LiveFrameSet {
         let path = directory + "/manifest.json"
-        let bytes = try FileBytes.read(path: path, limit: manifestLimit)
+        let bytes = try FileBytes.read(path: path, limit: FileSizeLimit.benchManifest)
         let json: JSONValue
-        do { json = try JSONValue.parse(bytes, maxBytes: manifestLimit.bytes) } catch {
+        do { json = try JSONValue.parse(bytes, maxBytes: FileSizeLimit.benchManifest.bytes) } catch {
             throw UsageError("cannot read \(path): \(error)")
         }
         func bad(_ why: String) -> UsageError { UsageError("cannot read \(path): \(why)") }
