@@ -125,6 +125,12 @@ final class LiveFrameBenchTests: XCTestCase {
         let referenceReads = try XCTUnwrap(reference["categories"] as? [String: [String: Int]]).mapValues { $0["reads"] ?? -1 }
         XCTAssertEqual(decoders.last?["reads"] as? [String: Int], referenceReads)
 
+        // The picture of it (make bench-chart) is a PNG.
+        try TestFiles.write(bytes: run.stdout, to: dir + "/bench.json")
+        let chart = try python("chart.py", [dir + "/bench.json", dir + "/read-rate.png"])
+        XCTAssertEqual(chart.status, 0, chart.stderr)
+        XCTAssertEqual(FileManager.default.contents(atPath: dir + "/read-rate.png")?.prefix(8), Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]))
+
         // The table: a row per category, a column per decoder.
         let table = try ScangateProcess.run(["bench", "--only", "live-frames", "--live-frames", dir, "--rounds", "1"], timeout: 300)
         XCTAssertEqual(table.status, 0, table.stderr)
