@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Scores the live-path frames with the reference decoder, zxing-cpp 3.1.1 from PyPI (all formats,
-try_invert on), as `scangate bench` scores its own decoders: a read is a symbol whose bytes equal the
+try_invert on; try_rotate and try_downscale off, as the bench runs zxing-cpp 1.4: on these frames they
+read nothing more and double the CPU), as `scangate bench` scores its own decoders: a read is a symbol whose bytes equal the
 frame's payload; any other symbol is a misread.
 
 Usage: score_reference.py FRAMES_DIR [--out FILE] [--repeats N] [--check N]
@@ -51,7 +52,8 @@ def read_pgm(path):
 
 
 def decode(luma):
-    return zxingcpp.read_barcodes(luma, formats=zxingcpp.BarcodeFormat.All, try_invert=True)
+    return zxingcpp.read_barcodes(luma, formats=zxingcpp.BarcodeFormat.All, try_invert=True, try_rotate=False,
+                                  try_downscale=False)
 
 
 def load_manifest(frames_dir):
@@ -123,7 +125,7 @@ def main():
         c["frames"] += 1
         c["reads"] += int(read)
         c["misreads"] += mis
-    out = {"decoder": DECODER, "options": "all formats, try_invert", "repeats": a.repeats,
+    out = {"decoder": DECODER, "options": "all formats, try_invert, no try_rotate or try_downscale", "repeats": a.repeats,
            "generator_key": manifest.get("generator", {}).get("key"), "frames": out_frames, "categories": cats}
     path = a.out or os.path.join(a.frames, "reference.json")
     tmp = path + ".tmp"

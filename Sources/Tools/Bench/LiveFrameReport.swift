@@ -134,7 +134,7 @@ public struct LiveFrameReport: Sendable {
 }
 
 /// The reference decoder's results (Tests/LiveFrames/score_reference.py: zxing-cpp 3.1.1 from PyPI,
-/// all formats, try_invert), read from `reference.json` beside the frames.
+/// all formats, try_invert, no try_rotate or try_downscale), read from `reference.json` beside the frames.
 public struct LiveFrameReference: Sendable {
     public struct Result: Sendable {
         public let read: Bool
@@ -147,7 +147,8 @@ public struct LiveFrameReference: Sendable {
     public let results: [String: Result]
 
     public var note: String {
-        "\(decoder): all formats, try_invert; Python, timed in a process of its own just before this one, best of \(repeats)"
+        "\(decoder): all formats, try_invert, no try_rotate or try_downscale; Python, timed in a process of its own "
+            + "just before this one, best of \(repeats)"
     }
 
     /// `directory/reference.json`, or nil when there is none. Throws UsageError naming the file when it
