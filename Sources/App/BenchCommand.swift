@@ -72,6 +72,16 @@ enum BenchCommand {
         } catch {
             return usageError(error.message)
         }
+        // The live-path frames are checked now, not minutes later when their stage comes.
+        var frames: LiveFrames? = nil
+        if let liveFrames {
+            do throws(UsageError) {
+                let set = try LiveFrameSet.load(directory: liveFrames)
+                frames = LiveFrames(set: set, reference: try LiveFrameReference.load(directory: liveFrames, for: set))
+            } catch {
+                return usageError(error.message)
+            }
+        }
         // Ctrl-C (or SIGTERM) prints what was measured so far, then exits 130: a long run is not lost.
         let asJSON = json
         // A shell that started us in the background may have left SIGINT ignored; Ctrl-C must work here.
@@ -112,12 +122,12 @@ enum BenchCommand {
         do {
             let record: (BenchReport) -> Void = { report in partial.withLock { $0 = report } }
             let report: BenchReport
-            if onlyLiveFrames, let liveFrames {
+            if onlyLiveFrames, let frames {
                 var only = BenchReport()
-                try measureLiveFrames(liveFrames, options: options, into: &only)
+                try measureLiveFrames(frames, options: options, into: &only)
                 report = only
             } else {
-                report = try measure(options, corpus: corpus ?? defaultCorpus(), liveFrames: liveFrames, measured: record)
+                report = try measure(options, corpus: corpus ?? defaultCorpus(), liveFrames: frames, measured: record)
             }
             progressLine.finish()
             print(json ? report.json() : report.table())
@@ -137,7 +147,7 @@ enum BenchCommand {
     }
 
     /// Every figure, stage by stage; `measured` is given the report after each stage (for Ctrl-C).
-    static func measure(_ options: Benchmarks.Options, corpus: String?, liveFrames: String? = nil,
+    static func measure(_ options: Benchmarks.Options, corpus: String?, liveFrames: LiveFrames? = nil,
                         measured: (BenchReport) -> Void = { _ in }) throws -> BenchReport {
         let bench = Benchmarks(options: options)
         var report = BenchReport()
@@ -264,14 +274,19 @@ enum BenchCommand {
         return report
     }
 
-    /// The live-path frames in `directory` scored by each decoder (BenchDecoder.standard, zbar first), with
-    /// the reference scorer's column when `directory/reference.json` is there. The table goes in
-    /// `report.liveFrames`; one row sums it up (no target: the goals belong to issue 20's decoder).
-    static func measureLiveFrames(_ directory: String, options: Benchmarks.Options, into report: inout BenchReport) throws {
-        let frames = try LiveFrameSet.load(directory: directory)
-        let reference = try LiveFrameReference.load(directory: directory, for: frames)
+    /// The live-path frames of `--live-frames DIR`, and the reference scorer's results when
+    /// `DIR/reference.json` is there.
+    struct LiveFrames {
+        var set: LiveFrameSet
+        var reference: LiveFrameReference?
+    }
+
+    /// The live-path frames scored by each decoder (BenchDecoder.standard, zbar first), with the reference
+    /// scorer's column. The table goes in `report.liveFrames`; two rows sum it up (no target: the goals
+    /// belong to issue 20's decoder).
+    static func measureLiveFrames(_ frames: LiveFrames, options: Benchmarks.Options, into report: inout BenchReport) throws {
         let bench = LiveFrameBench(repeats: options.rounds, progress: options.progress)
-        let live = try bench.run(frames, decoders: try BenchDecoder.standard(), reference: reference)
+        let live = try bench.run(frames.set, decoders: try BenchDecoder.standard(), reference: frames.reference)
         report.liveFrames = live
         let summary = live.columns.map { "\($0.decoder) \($0.totalReads)" }.joined(separator: ", ")
         report.rows.append(.init(name: "live-path frames read, of \(live.framesWithCode)", measured: summary, target: "-", pass: nil))

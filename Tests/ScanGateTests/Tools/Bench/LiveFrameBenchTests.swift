@@ -151,6 +151,12 @@ final class LiveFrameBenchTests: XCTestCase {
         XCTAssertEqual(missing.stderr.split(separator: "\n").count, 1, missing.stderr)
         XCTAssertTrue(missing.stderr.contains(dir + "/none/manifest.json"), missing.stderr)
 
+        // The whole bench checks them before its first stage, not minutes later.
+        let whole = try ScangateProcess.run(["bench", "--live-frames", dir + "/none"], timeout: 20)
+        XCTAssertEqual(whole.status, 2)
+        XCTAssertEqual(whole.stderr.split(separator: "\n").count, 1, whole.stderr)
+        XCTAssertTrue(whole.stderr.contains(dir + "/none/manifest.json"), whole.stderr)
+
         try TestFiles.write("{\"width\": 640, \"height\": 480, \"categories\": []}", to: dir + "/manifest.json")
         let empty = try ScangateProcess.run(["bench", "--only", "live-frames", "--live-frames", dir])
         XCTAssertEqual(empty.status, 2)
