@@ -220,7 +220,7 @@ def homography(corners_src, corners_dst):
     return vt[-1].reshape(3, 3) / vt[-1][-1]
 
 
-def place(rng, width_px, height_px, centre, rotation_deg, tilt_deg, tilt_axis_deg, focal=700.0):
+def place(width_px, height_px, centre, rotation_deg, tilt_deg, tilt_axis_deg, focal=700.0):
     """Image corners (TL, TR, BR, BL) of a width x height rectangle seen by a pinhole camera."""
     w, h = width_px / 2, height_px / 2
     pts = np.array([[-w, -h, 0], [w, -h, 0], [w, h, 0], [-w, h, 0]], dtype=np.float64)
@@ -338,7 +338,7 @@ def frame(rng, category, modules, quiet):
         else:
             cx, cy = W / 2 + rng.uniform(-50, 50), H / 2 + rng.uniform(-40, 40)
         axis = rng.uniform(0, 360)
-        corners = place(rng, qw * px, qh * px, (cx, cy), rotation, tilt, axis)
+        corners = place(qw * px, qh * px, (cx, cy), rotation, tilt, axis)
         if fits(corners):
             break
         px *= 0.97
@@ -346,7 +346,7 @@ def frame(rng, category, modules, quiet):
         raise RuntimeError(f"{category}: the code does not fit the frame")
     if screen:
         # The phone: a dark bezel, a screen a little larger than the code, lit from inside.
-        bezel = place(rng, qw * px * 1.35, qh * px * 1.6, (cx, cy), rotation, tilt, axis)
+        bezel = place(qw * px * 1.35, qh * px * 1.6, (cx, cy), rotation, tilt, axis)
         render_modules(img, np.zeros((1, 1), np.uint8), 0, bezel, 12, rng.uniform(8, 20))
         if inverted:
             dark, light = rng.uniform(190, 235), rng.uniform(18, 40)  # light modules on a dark screen
@@ -372,7 +372,9 @@ def frame(rng, category, modules, quiet):
         gxc, gyc = cx + rng.uniform(-0.35, 0.35) * qw * px, cy + rng.uniform(-0.35, 0.35) * qh * px
         sig = rng.uniform(0.12, 0.25) * qw * px
         img += rng.uniform(80, 150) * np.exp(-(((xx - gxc) ** 2 + (yy - gyc) ** 2) / (2 * sig * sig)))
-    # Lens blur, then illumination falloff, then sensor noise.
+    # Light falls on the whole scene, label and all: a gradient across the frame and the lens's vignetting.
+    img *= illumination(rng)
+    # Lens blur, then sensor noise.
     if category == "qr-blur":
         sigma = rng.uniform(0.22, 0.34) * px
     else:
@@ -383,8 +385,20 @@ def frame(rng, category, modules, quiet):
     return img
 
 
+def illumination(rng):
+    """A multiplicative light field: a linear gradient (0.8-1.1 across the frame) and vignetting (corners
+    5-25% darker)."""
+    yy, xx = np.mgrid[0:H, 0:W].astype(np.float64)
+    angle = rng.uniform(0, 2 * math.pi)
+    t = ((xx - W / 2) * math.cos(angle) + (yy - H / 2) * math.sin(angle)) / (W / 2)
+    lo, hi = rng.uniform(0.8, 0.95), rng.uniform(1.0, 1.1)
+    gradient = lo + (hi - lo) * (t + 1) / 2
+    r2 = ((xx - W / 2) ** 2 + (yy - H / 2) ** 2) / ((W / 2) ** 2 + (H / 2) ** 2)
+    return gradient * (1 - rng.uniform(0.05, 0.25) * r2)
+
+
 def empty_frame(rng, i):
-    img = background(rng, ["plain", "texture", "text"][i % 3])
+    img = background(rng, ["plain", "texture", "text"][i % 3]) * illumination(rng)
     img = gaussian_blur(img, rng.uniform(0.5, 1.0))
     return img + rng.normal(0, rng.uniform(1.5, 6), size=img.shape)
 
