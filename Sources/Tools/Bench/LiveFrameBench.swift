@@ -38,7 +38,7 @@ public struct LiveFrameBench {
                 }
             }
             for d in decoders.indices {
-                scores[d].add(category: item.category, expected: item.payload, found: found[d], cpuMs: best[d])
+                scores[d].add(file: item.file, category: item.category, expected: item.payload, found: found[d], cpuMs: best[d])
             }
         }
         var report = LiveFrameReport(directory: frames.directory, key: frames.key, frames: frames.items.count,

@@ -55,7 +55,7 @@ public struct LiveFrameReference: Sendable {
         column.inProcess = false
         for item in frames.items {
             let r = results[item.file]
-            column.add(category: item.category, showsCode: item.payload != nil, read: item.payload != nil && (r?.read ?? false),
+            column.add(file: item.file, category: item.category, showsCode: item.payload != nil, read: item.payload != nil && (r?.read ?? false),
                        misreads: r?.misreads ?? 0, cpuMs: r?.cpuMs)
         }
         return column

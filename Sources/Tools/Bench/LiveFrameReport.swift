@@ -11,6 +11,8 @@ public struct LiveFrameReport: Sendable {
         public var frames: [String: Int] = [:]
         public var reads: [String: Int] = [:]
         public var misreads: [String: Int] = [:]
+        /// The frames where it found a code that is not there, in order.
+        public var misreadFiles: [String] = []
         var emptyMs = 0.0, emptyCount = 0, codeMs = 0.0, codeCount = 0
 
         public init(decoder: String, categories: [String]) {
@@ -19,17 +21,19 @@ public struct LiveFrameReport: Sendable {
         }
 
         /// One frame scored: a read when a code's bytes equal the payload; every other code is a misread.
-        public mutating func add(category: String, expected: [UInt8]?, found: [[UInt8]], cpuMs: Double?) {
+        public mutating func add(file: String, category: String, expected: [UInt8]?, found: [[UInt8]], cpuMs: Double?) {
             let read = expected.map { found.contains($0) } ?? false
-            add(category: category, showsCode: expected != nil, read: read,
+            add(file: file, category: category, showsCode: expected != nil, read: read,
                 misreads: found.filter { $0 != expected }.count, cpuMs: cpuMs)
         }
 
         /// One frame scored elsewhere (the reference scorer).
-        public mutating func add(category: String, showsCode: Bool, read: Bool, misreads count: Int, cpuMs: Double?) {
+        public mutating func add(file: String, category: String, showsCode: Bool, read: Bool, misreads count: Int,
+                                 cpuMs: Double?) {
             frames[category, default: 0] += 1
             if read { reads[category, default: 0] += 1 }
             misreads[category, default: 0] += count
+            if count > 0 { misreadFiles.append(file) }
             guard let cpuMs, cpuMs.isFinite else { return }
             if showsCode { codeMs += cpuMs; codeCount += 1 } else { emptyMs += cpuMs; emptyCount += 1 }
         }
@@ -97,6 +101,9 @@ public struct LiveFrameReport: Sendable {
             if i == rule { out.append(line) }
             out.append(pad(row.0, first) + row.1.map { pad($0, width) }.joined())
         }
+        for col in columns where !col.misreadFiles.isEmpty {
+            out.append("misread by \(col.decoder): " + col.misreadFiles.joined(separator: ", "))
+        }
         if let referenceNote { out.append("* \(referenceNote)") }
         return out.joined(separator: "\n")
     }
@@ -119,7 +126,7 @@ public struct LiveFrameReport: Sendable {
                     + "\"all\":\(num(ratio(col.cpuAll, z.cpuAll)))}"
             } ?? "null"
             return "{\"name\":\(str(col.decoder)),\"in_process\":\(col.inProcess),\"reads\":\(counts(col.reads)),"
-                + "\"misreads\":\(counts(col.misreads)),\"reads_total\":\(col.totalReads),\"misreads_total\":\(col.totalMisreads),"
+                + "\"misreads\":\(counts(col.misreads)),\"misread_files\":[\(col.misreadFiles.map(str).joined(separator: ","))],\"reads_total\":\(col.totalReads),\"misreads_total\":\(col.totalMisreads),"
                 + "\"cpu_ms_per_frame\":\(cpu),\"cpu_vs_zbar\":\(vs)}"
         }
         return "{\"directory\":\(str(directory)),\"generator_key\":\(str(key)),\"frames\":\(frames),"
