@@ -4,7 +4,7 @@ CAMERA ?= sim:HELLO-SCANGATE
 BIN_DEBUG := .build/debug/scangate
 BIN_RELEASE := .build/release/scangate
 
-.PHONY: all deps build release run test test-unit test-soak test-fuzz test-sanitizers hil powercut test-powercut bench deb fuzz soak clean
+.PHONY: all deps build release run test test-unit test-soak test-fuzz test-sanitizers hil powercut test-powercut bench bench-frames bench-chart deb fuzz soak clean
 
 all: build
 
@@ -53,8 +53,21 @@ powercut: release
 test-powercut: release
 	Tests/HIL/powercut $(BIN_RELEASE) --cycles $(POWERCUT_TEST_CYCLES)
 
+## Every benchmark, with the live-path frames (scripts/live-frames: made once under .build/live-frames,
+## LIVE_FRAMES_N per category) scored side by side; `make bench-frames` runs that stage alone.
+LIVE_FRAMES_N ?= 30
 bench: release
-	$(BIN_RELEASE) bench
+	frames=$$(scripts/live-frames --per-category $(LIVE_FRAMES_N)) && $(BIN_RELEASE) bench --live-frames "$$frames"
+
+bench-frames: release
+	frames=$$(scripts/live-frames --per-category $(LIVE_FRAMES_N)) && $(BIN_RELEASE) bench --only live-frames --live-frames "$$frames"
+
+## The same table as JSON and as a PNG of the read rate per category: .build/live-frames/read-rate.png.
+bench-chart: release
+	frames=$$(scripts/live-frames --per-category $(LIVE_FRAMES_N)) \
+	  && $(BIN_RELEASE) bench --only live-frames --live-frames "$$frames" --json > .build/live-frames/bench.json \
+	  && .build/venv/bin/python Tests/LiveFrames/chart.py .build/live-frames/bench.json .build/live-frames/read-rate.png \
+	  && echo "bench-chart: .build/live-frames/read-rate.png (table: .build/live-frames/bench.json)"
 
 deb: release
 	@scripts/install-deps deb

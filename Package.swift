@@ -123,8 +123,9 @@ let package = Package(
                 path: "Sources/Tools/StillImages", swiftSettings: swiftSettings),
         // the daemon run as a child process and the soak that watches its memory and descriptors,
         .target(name: "Soak", dependencies: ["Core", "Platform"], path: "Sources/Tools/Soak", swiftSettings: swiftSettings),
-        // and `bench`: the pipeline and each output timed on the devices they drive.
-        .target(name: "Bench", dependencies: ["Core", "Platform", "Settings", "Decoding", "Debounce", "Pipeline", "Simulator",
+        // and `bench`: the pipeline and each output timed on the devices they drive, and the decoders scored on
+        // the live-path frames.
+        .target(name: "Bench", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "StillImages", "Debounce", "Pipeline", "Simulator",
                                               "Stdout", "Serial", "Wiegand", "OSDP", "Credentials", "MQTT", "GPIO", "MemoryGPIO",
                                               "Feedback", "Soak", "CShim"],
                 path: "Sources/Tools/Bench", swiftSettings: swiftSettings),

@@ -13,7 +13,8 @@ import Glibc
 /// `scangate bench`: the performance targets as ratios measured in one run.
 enum BenchCommand {
     static let help = """
-        Usage: scangate bench [--json] [--memory-frames N] [--rounds N] [--corpus DIR]
+        Usage: scangate bench [--json] [--memory-frames N] [--rounds N] [--corpus DIR] [--live-frames DIR]
+                              [--only live-frames]
 
         Measures, on generated 640x480 frames, each figure next to its target:
           throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
@@ -33,6 +34,12 @@ enum BenchCommand {
           start-up     process start -> first decoded code on stdout                  target <= 300 ms
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
                        exists): QR >= 100/104, 1D >= 205/259, misreads <= zbarimg's 6
+          live-path    with --live-frames DIR (scripts/live-frames makes it; make bench passes it): zbar
+          frames       as run configures it and zxing-cpp 1.4 (tryHarder off/on) on each synthetic camera
+                       frame, interleaved, --rounds times: reads per category, misreads, thread-CPU per
+                       frame (empty scenes, frames with a code, all) and its ratio to zbar; zxing-cpp
+                       3.1.1's reads beside them from DIR/reference.json (docs/live-path-frames.md)
+        --only live-frames runs that stage alone.
         A progress line goes to stderr (the stage, N/M, and its seconds); --json prints the same figures
         as one JSON object. Ctrl-C prints the figures measured so far and exits 130.
         Exit 0 when every target is met, 1 otherwise, 2 on a bad flag.
@@ -42,6 +49,8 @@ enum BenchCommand {
         var options = Benchmarks.Options()
         var json = false
         var corpus: String? = nil
+        var liveFrames: String? = nil
+        var onlyLiveFrames = false
         var args = CommandArguments(arguments)
         do throws(UsageError) {
             while let a = args.next() {
@@ -51,11 +60,27 @@ enum BenchCommand {
                 case "--corpus": corpus = try args.value(a, "a DIR (the corpus with samples/)")
                 case "--memory-frames": options.memoryFrames = try args.number(a, 1...10_000_000)
                 case "--rounds": options.rounds = try args.number(a, 1...10_000_000)
+                case "--live-frames": liveFrames = try args.value(a, "a DIR (scripts/live-frames prints it)")
+                case "--only":
+                    let stage = try args.value(a, "a stage (live-frames)")
+                    guard stage == "live-frames" else { throw UsageError("--only \(stage): the one stage that runs alone is live-frames") }
+                    onlyLiveFrames = true
                 default: throw UsageError("unknown option \(a) (see scangate bench --help)")
                 }
             }
+            if onlyLiveFrames, liveFrames == nil { throw UsageError("--only live-frames needs --live-frames DIR") }
         } catch {
             return usageError(error.message)
+        }
+        // The live-path frames are checked now, not minutes later when their stage comes.
+        var frames: LiveFrames? = nil
+        if let liveFrames {
+            do throws(UsageError) {
+                let set = try LiveFrameSet.load(directory: liveFrames)
+                frames = LiveFrames(set: set, reference: try LiveFrameReference.load(directory: liveFrames, for: set))
+            } catch {
+                return usageError(error.message)
+            }
         }
         // Ctrl-C (or SIGTERM) prints what was measured so far, then exits 130: a long run is not lost.
         let asJSON = json
@@ -95,7 +120,15 @@ enum BenchCommand {
             signals.cancel()
         }
         do {
-            let report = try measure(options, corpus: corpus ?? defaultCorpus()) { report in partial.withLock { $0 = report } }
+            let record: (BenchReport) -> Void = { report in partial.withLock { $0 = report } }
+            let report: BenchReport
+            if onlyLiveFrames, let frames {
+                var only = BenchReport()
+                try measureLiveFrames(frames, options: options, into: &only)
+                report = only
+            } else {
+                report = try measure(options, corpus: corpus ?? defaultCorpus(), liveFrames: frames, measured: record)
+            }
             progressLine.finish()
             print(json ? report.json() : report.table())
             return report.allPassed ? 0 : 1
@@ -114,11 +147,11 @@ enum BenchCommand {
     }
 
     /// Every figure, stage by stage; `measured` is given the report after each stage (for Ctrl-C).
-    static func measure(_ options: Benchmarks.Options, corpus: String?,
+    static func measure(_ options: Benchmarks.Options, corpus: String?, liveFrames: LiveFrames? = nil,
                         measured: (BenchReport) -> Void = { _ in }) throws -> BenchReport {
         let bench = Benchmarks(options: options)
         var report = BenchReport()
-        let stages = corpus == nil ? 10 : 11
+        let stages = 10 + (corpus == nil ? 0 : 1) + (liveFrames == nil ? 0 : 1)
         var done = 0
         func next(_ name: String) {
             measured(report)
@@ -224,6 +257,13 @@ enum BenchCommand {
         } else {
             report.rows.append(.init(name: "real photos (accuracy)", measured: "no corpus: --corpus DIR", target: "-", pass: nil))
         }
+        if let liveFrames {
+            next("live-path frames")
+            try measureLiveFrames(liveFrames, options: options, into: &report)
+        } else {
+            report.rows.append(.init(name: "live-path frames (decoders side by side)", measured: "no frames: --live-frames DIR",
+                                     target: "-", pass: nil))
+        }
         report.figures = [("frames dropped (latency run, live 30 fps)", Double(lat.dropped)),
                           ("memory run seconds", mem.seconds),
                           ("OSDP polls answered, idle (of \(osdpIdle.polls))", Double(osdpIdle.replies)),
@@ -232,6 +272,26 @@ enum BenchCommand {
                           ("bare zbar ms/frame (traffic)", 1000 / t.bareFPS),
                           ("full zbar pass ms/frame (idle scene)", idle.fullPassMs)]
         return report
+    }
+
+    /// The live-path frames of `--live-frames DIR`, and the reference scorer's results when
+    /// `DIR/reference.json` is there.
+    struct LiveFrames {
+        var set: LiveFrameSet
+        var reference: LiveFrameReference?
+    }
+
+    /// The live-path frames scored by each decoder (BenchDecoder.standard, zbar first), with the reference
+    /// scorer's column. The table goes in `report.liveFrames`; two rows sum it up (no target: the goals
+    /// belong to issue 20's decoder).
+    static func measureLiveFrames(_ frames: LiveFrames, options: Benchmarks.Options, into report: inout BenchReport) throws {
+        let bench = LiveFrameBench(repeats: options.rounds, progress: options.progress)
+        let live = try bench.run(frames.set, decoders: try BenchDecoder.standard(), reference: frames.reference)
+        report.liveFrames = live
+        let summary = live.columns.map { "\($0.decoder) \($0.totalReads)" }.joined(separator: ", ")
+        report.rows.append(.init(name: "live-path frames read, of \(live.framesWithCode)", measured: summary, target: "-", pass: nil))
+        let misreads = live.columns.map(\.totalMisreads).reduce(0, +)
+        report.rows.append(.init(name: "live-path frames: misreads, all decoders", measured: "\(misreads)", target: "-", pass: nil))
     }
 
     /// Spawns `scangate run --camera sim:STARTUP --oneshot` and times it until the first byte on stdout

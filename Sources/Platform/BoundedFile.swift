@@ -52,6 +52,8 @@ public struct FileSizeLimit: Sendable, Equatable {
     /// YUV4MPEG2 recordings (`replay:FILE.y4m`): read frame by frame (each frame is bounded by its header's
     /// size, see `Y4MHeader`), so this only bounds a sparse or runaway file.
     public static let y4m = FileSizeLimit(bytes: 64 << 30, kind: "Y4M recordings")
+    /// The live-path bench frames' manifest.json and reference.json (~100 KB for 570 frames).
+    public static let benchManifest = FileSizeLimit(bytes: 64 << 20, kind: "bench manifests")
     /// The INI config file (the commented example is ~9 KB).
     public static let config = FileSizeLimit(bytes: 256 << 10, kind: "config files")
     /// `sim:FILE.scenario` (a few dozen short lines).

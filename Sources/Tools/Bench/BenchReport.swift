@@ -22,6 +22,8 @@ public struct BenchReport: Sendable {
     public var latencyGPIO: Percentiles?
     public var latencyExcess: Percentiles?
     public var figures: [(String, Double)] = []
+    /// The decoders scored on the live-path frames (`--live-frames DIR`).
+    public var liveFrames: LiveFrameReport?
 
     public init() {}
 
@@ -57,6 +59,10 @@ public struct BenchReport: Sendable {
         if !figures.isEmpty {
             out.append("")
             for (name, v) in figures { out.append("  " + pad(name, 48) + fmt(v, 3)) }
+        }
+        if let liveFrames {
+            out.append("")
+            out.append(liveFrames.table())
         }
         return out.joined(separator: "\n")
     }
@@ -95,6 +101,7 @@ public struct BenchReport: Sendable {
                          + "\"excess_p50\":\(num(e.at(50))),\"excess_p99\":\(num(e.at(99)))}")
         }
         parts.append("\"figures\":{" + figures.map { "\(str($0.0)):\(num($0.1))" }.joined(separator: ",") + "}")
+        parts.append("\"live_frames\":" + (liveFrames?.json() ?? "null"))
         parts.append("\"all_passed\":\(allPassed)")
         return "{" + parts.joined(separator: ",") + "}"
     }
