@@ -302,25 +302,22 @@ enum BenchCommand {
         for _ in 0..<rounds {
             var fds: [Int32] = [0, 0]
             guard pipe(&fds) == 0 else { throw SystemError("pipe", "start-up bench", .current) }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-            let args = [exe, "run", "--camera", "sim:STARTUP", "--oneshot", "--fps", "30"]
-            var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-            defer { for p in argv { free(p) } }
-            var pid: pid_t = 0
             let t0 = BenchClock.wallMilliseconds()
-            let rc = posix_spawn(&pid, exe, &actions, nil, &argv, environ)
+            let child: ChildProcess
+            do {
+                child = try ChildProcess.spawn(exe, ["run", "--camera", "sim:STARTUP", "--oneshot", "--fps", "30"],
+                                               stdout: .descriptor(fds[1]), stderr: .devNull, closeInChild: [fds[0]])
+            } catch {
+                close(fds[0])
+                close(fds[1])
+                throw error
+            }
             close(fds[1])
-            guard rc == 0 else { close(fds[0]); throw SystemError("posix_spawn", exe, Errno(rawValue: rc)) }
             var byte: UInt8 = 0
             let n = read(fds[0], &byte, 1)
             let elapsed = BenchClock.wallMilliseconds() - t0
             close(fds[0])
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            _ = child.wait()
             if n == 1 { best = min(best, elapsed) }
         }
         return best

@@ -242,7 +242,7 @@ final class BenchBroker {
     let executable: String
     let port: Int
     let directory: String
-    private var pid: pid_t = 0
+    private var child: ChildProcess?
 
     init(executable: String) throws {
         guard access(executable, X_OK) == 0 else {
@@ -276,16 +276,7 @@ final class BenchBroker {
     }
 
     func start() throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let args = [executable, "-c", directory + "/mosquitto.conf"]
-        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        let rc = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
-        guard rc == 0 else { throw SystemError("posix_spawn", executable, Errno(rawValue: rc)) }
+        child = try ChildProcess.spawn(executable, ["-c", directory + "/mosquitto.conf"], stdout: .devNull, stderr: .devNull)
         let ready = BenchMQTT.waitFor(seconds: 10) { accepts() }
         guard ready else { throw BenchMQTT.Failure(description: "mqtt bench: \(executable) did not listen on 127.0.0.1:\(port)") }
     }
@@ -304,11 +295,10 @@ final class BenchBroker {
     }
 
     func stop() {
-        guard pid > 0 else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
-        pid = 0
+        guard let child else { return }
+        child.signal(SIGTERM)
+        _ = child.wait()
+        self.child = nil
     }
 
     deinit {

@@ -43,23 +43,16 @@ public struct DaemonProcess {
                            keepLines: Bool = false, progress: (Double) -> Void = { _ in }) throws -> Result {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SystemError("pipe", "daemon stdout", .current) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let args = [executable] + arguments
-        var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var pid: pid_t = 0
         let start = MonotonicInstant.now()
-        let rc = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
-        close(fds[1])
-        guard rc == 0 else {
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(executable, arguments, stdout: .descriptor(fds[1]), stderr: .devNull, closeInChild: [fds[0]])
+        } catch {
             close(fds[0])
-            throw SystemError("posix_spawn", executable, Errno(rawValue: rc))
+            close(fds[1])
+            throw error
         }
+        close(fds[1])
         let reader = fds[0]
         // Count event lines on a thread so the child never blocks on a full pipe.
         let counter = LineCounter()
@@ -80,21 +73,20 @@ public struct DaemonProcess {
             }
         }
         var samples: [Sample] = []
-        var status: Int32 = 0
+        var exit: Int32 = -1
         while true {
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { break }
-            if done < 0 && errno != EINTR { break }
+            let state = child.poll()
+            if case .exited(let status) = state { exit = status; break }
+            if state == .gone { break }
             let t = MonotonicInstant.now().milliseconds(since: start) / 1000
-            if let rss = residentMiB(pid: pid) {
-                samples.append(Sample(seconds: t, residentMiB: rss, descriptors: descriptors(pid: pid)))
+            if let rss = residentMiB(pid: child.pid) {
+                samples.append(Sample(seconds: t, residentMiB: rss, descriptors: descriptors(pid: child.pid)))
             }
             progress(t)
             sleepThread(milliseconds: intervalMs)
         }
         thread.join()
         close(reader)
-        let exit: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return Result(samples: samples, eventLines: counter.value, lines: counter.lines, exitStatus: exit,
                       seconds: MonotonicInstant.now().milliseconds(since: start) / 1000)
     }
