@@ -112,7 +112,7 @@ public struct Benchmarks {
             for f in frames { _ = zbar.decode(f) }
             bestFull = min(bestFull, (BenchClock.threadCPUMilliseconds() - c0) / Double(frames.count))
 
-            let gated = try ZbarDecoder.makeForStream(settings: decoderSettings)
+            let gated = try StreamDecoder.make(settings: decoderSettings)
             let c1 = BenchClock.threadCPUMilliseconds()
             for f in frames { _ = gated.decode(f) }
             bestGated = min(bestGated, (BenchClock.threadCPUMilliseconds() - c1) / Double(frames.count))
@@ -135,7 +135,7 @@ public struct Benchmarks {
             let text = "fps 15\nframes 70\nnoise 3\ncode qr \"FIRST-\(i)\" frames 37-69 \(v)\n"
             let frames = try BenchFrames.render(text, name: "first-frame-\(i)")
             let collected = CollectingOutput()
-            let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try ZbarDecoder.makeForStream(settings: decoderSettings),
+            let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try StreamDecoder.make(settings: decoderSettings),
                                     debouncer: Debouncer(settings: DebounceSettings()),
                                     dispatcher: ReadDispatcher(reports: [collected]), logger: quiet)
             _ = pipeline.run()

@@ -1,0 +1,113 @@
+import CQREncode
+import Core
+@testable import Decoding
+import Images
+import Platform
+import Settings
+import XCTest
+
+/// The live zxing-cpp decoder through the decoder seam, on codes zint drew (an independent encoder):
+/// every format, bytes exact, the corners, ECI and GS1, and the inverted retry.
+final class ZXingDecoderTests: XCTestCase {
+    func decoder(_ symbologies: Set<Symbology> = Set(Symbology.allCases), invertRetry: Bool = true) -> ZXingDecoder {
+        var settings = DecoderSettings()
+        settings.symbologies = symbologies
+        settings.invertRetry = invertRetry
+        return ZXingDecoder(settings: settings)
+    }
+
+    func decode(_ image: LumaImage, with decoder: Decoder) -> [DecodedSymbol] {
+        decoder.decode(Frame(width: image.width, height: image.height, sequence: 0,
+                             captureTime: MonotonicInstant(nanoseconds: 0), luma: image.pixels))
+    }
+
+    func testEveryFormatIsReadThroughTheSeam() throws {
+        let cases: [(Symbology, String, String)] = [
+            (.qr, "QR via zint", "QR via zint"),
+            (.microqr, "MICRO12345", "MICRO12345"),
+            (.datamatrix, "DataMatrix ticket 7", "DataMatrix ticket 7"),
+            (.aztec, "Aztec boarding pass", "Aztec boarding pass"),
+            (.pdf417, "PDF417 licence", "PDF417 licence"),
+            (.ean13, "400638133393", "4006381333931"),
+            (.ean8, "9638507", "96385074"),
+            (.upca, "03600029145", "036000291452"),
+            (.upce, "0425261", "04252614"),
+            (.code128, "C128-abc", "C128-abc"),
+            (.code39, "CODE39", "CODE39"),
+            (.code93, "CODE93", "CODE93"),
+            (.i25, "12345670", "12345670"),
+            (.codabar, "A40156B", "40156"),
+        ]
+        let all = decoder()
+        for (symbology, input, expected) in cases {
+            let image = ZintCodes.frame(try ZintCodes.render(symbology, input, scale: symbology.is2D ? 2 : 1))
+            let found = decode(image, with: all)
+            XCTAssertEqual(found.map(\.symbology), [symbology], "\(symbology)")
+            XCTAssertEqual(found.map { String(decoding: $0.data, as: UTF8.self) }, [expected], "\(symbology)")
+        }
+    }
+
+    func testBinaryPayloadsAreByteExact() throws {
+        let bytes: [UInt8] = [0x00, 0xFF, 0x41, 0x80, 0x0A, 0xE9, 0x1B, 0xC3, 0x28]
+        let escaped = bytes.map { String(format: "\\x%02X", $0) }.joined()
+        for symbology in [Symbology.datamatrix, .aztec, .pdf417, .qr] {
+            let image = ZintCodes.frame(try ZintCodes.render(symbology, escaped, options: ["--binary", "--esc"]))
+            XCTAssertEqual(decode(image, with: decoder()).map(\.data), [bytes], "\(symbology)")
+        }
+    }
+
+    func testCornersAreTheCodesOwn() throws {
+        let code = try ZintCodes.render(.datamatrix, "CORNERS")
+        let (x, y) = ZintCodes.centre(code)
+        let image = ZintCodes.frame(code)
+        let symbol = try XCTUnwrap(decode(image, with: decoder([.datamatrix])).first)
+        XCTAssertEqual(symbol.corners.count, 4)
+        // zint draws DataMatrix without a quiet zone: the corners are the drawn box's, within a module.
+        let expected = [Point(x: x, y: y), Point(x: x + code.width, y: y), Point(x: x + code.width, y: y + code.height),
+                        Point(x: x, y: y + code.height)]
+        for (p, e) in zip(symbol.corners, expected) {
+            XCTAssertLessThanOrEqual(abs(p.x - e.x) + abs(p.y - e.y), 8, "\(symbol.corners) vs \(expected)")
+        }
+        XCTAssertEqual(symbol.bounds, Rect(enclosing: symbol.corners))
+        XCTAssertGreaterThan(symbol.bounds.w, code.width / 2)
+    }
+
+    func testECIAndGS1AreReported() throws {
+        let utf8 = ZintCodes.frame(try ZintCodes.render(.qr, "Grüße €", options: ["--eci=26"]))
+        let q = try XCTUnwrap(decode(utf8, with: decoder([.qr])).first)
+        XCTAssertEqual(q.data, Array("Grüße €".utf8))
+        XCTAssertEqual(q.content, SymbolContent(gs1: false, eci: 26))
+        XCTAssertEqual(q.content.charset, "UTF-8")
+
+        let cyrillic = ZintCodes.frame(try ZintCodes.render(.datamatrix, "Привет", options: ["--eci=7"]))
+        let d = try XCTUnwrap(decode(cyrillic, with: decoder([.datamatrix])).first)
+        XCTAssertEqual(d.data, [0xBF, 0xE0, 0xD8, 0xD2, 0xD5, 0xE2], "ISO-8859-5 bytes as encoded")
+        XCTAssertEqual(d.content.charset, "ISO-8859-5")
+
+        let gs1 = ZintCodes.frame(try ZintCodes.render(.datamatrix, "[01]09501101530003[17]140704[10]AB-123",
+                                                       options: ["--gs1"]))
+        let g = try XCTUnwrap(decode(gs1, with: decoder([.datamatrix])).first)
+        XCTAssertTrue(g.content.gs1)
+        XCTAssertNil(g.content.eci)
+        XCTAssertEqual(String(decoding: g.data, as: UTF8.self), "01095011015300031714070410AB-123")
+    }
+
+    func testInvertedCodesAreReadOnTheRetryOnly() throws {
+        let code = try ZintCodes.render(.qr, "dark mode")
+        let dark = ZintCodes.frame(code, inverted: true)
+        let retrying = decoder([.qr])
+        XCTAssertEqual(decode(dark, with: retrying).map(\.data), [Array("dark mode".utf8)])
+        XCTAssertTrue(retrying.lastFoundInverted)
+        XCTAssertTrue(decode(dark, with: decoder([.qr], invertRetry: false)).isEmpty)
+        // A code the first read finds is not looked for again.
+        XCTAssertEqual(decode(ZintCodes.frame(code), with: retrying).map(\.data), [Array("dark mode".utf8)])
+        XCTAssertFalse(retrying.lastFoundInverted)
+        XCTAssertEqual(retrying.failedReads, 0)
+    }
+
+    func testFramesThatAreNotWidthTimesHeightFindNothing() {
+        let d = decoder()
+        XCTAssertTrue(d.decode(width: 10, height: 10, luma: [UInt8](repeating: 0, count: 99)).isEmpty)
+        XCTAssertTrue(d.decode(width: 0, height: 10, luma: []).isEmpty)
+    }
+}
