@@ -11,9 +11,9 @@ extension OptionTable {
                    apply: { s, v in
                        switch Symbology.set(named: ParseValue.list(v)) {
                        case .failure(let e):
-                           throw OptionValueError("'\(e.name)' is not a symbology (allowed: all, \(Symbology.cliNames))")
+                           throw OptionValueError("'\(e.name)' is not a symbology (allowed: all, or any of \(Symbology.cliNames))")
                        case .success(let set):
-                           guard !set.isEmpty else { throw OptionValueError("is empty (allowed: all, \(Symbology.cliNames))") }
+                           guard !set.isEmpty else { throw OptionValueError("is empty (allowed: all, or any of \(Symbology.cliNames))") }
                            s.decoder.symbologies = set
                        }
                    },
@@ -58,7 +58,7 @@ extension OptionTable {
                    apply: { s, v in s.decoder.code39FullASCII = try ParseValue.bool(v) },
                    show: { String($0.decoder.code39FullASCII) }),
         OptionSpec("ean-addons", .decoder, .flag, default: "false",
-                   help: "read EAN-2/EAN-5 add-ons and append them to the EAN-13/UPC-A they follow",
+                   help: "zbar: read EAN-2/EAN-5 add-ons and append them to the EAN-13/UPC-A they follow",
                    apply: { s, v in s.decoder.eanAddOns = try ParseValue.bool(v) },
                    show: { String($0.decoder.eanAddOns) }),
     ]
