@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "Images", dependencies: ["Core", "Platform", "CPNG", "CTurboJPEG"], swiftSettings: swiftSettings),
 
         // 1. Sources: the simulator, replay, the V4L2 camera.
-        .target(name: "Simulator", dependencies: ["Core", "Platform", "Settings", "Images", "CQREncode"], swiftSettings: swiftSettings),
+        .target(name: "Simulator", dependencies: ["Core", "Platform", "Settings", "Images", "CQREncode", "CZXingShim"], swiftSettings: swiftSettings),
         .target(name: "Replay", dependencies: ["Core", "Platform", "Settings", "Images"], swiftSettings: swiftSettings),
         .target(name: "Camera", dependencies: ["Core", "Settings", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
                 swiftSettings: swiftSettings),
