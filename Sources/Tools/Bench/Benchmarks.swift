@@ -67,7 +67,7 @@ public struct Benchmarks {
         defer { _ = null.close() }
         for round in 0..<options.rounds {
             options.progress("throughput round \(round + 1)/\(options.rounds)")
-            let bare = try ZbarDecoder(settings: ungated)
+            let bare = try StreamDecoder.bare(settings: ungated)
             let t0 = BenchClock.wallMilliseconds()
             var found = 0
             for f in frames { found += bare.decode(f).count }
@@ -76,7 +76,7 @@ public struct Benchmarks {
             var out = OutputSettings()
             out.format = .json
             let stdout = StdoutOutput(settings: out, logger: quiet, fd: null)
-            let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try ZbarDecoder(settings: ungated),
+            let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try StreamDecoder.bare(settings: ungated),
                                     debouncer: Debouncer(settings: DebounceSettings()),
                                     dispatcher: ReadDispatcher(reports: [stdout] + extra), logger: quiet)
             let t1 = BenchClock.wallMilliseconds()
@@ -102,14 +102,15 @@ public struct Benchmarks {
         public var ratio: Double { gatedMs / fullPassMs }
     }
 
-    /// CPU time per frame on a static scene: one full zbar pass vs the gated decoder the daemon runs.
+    /// CPU time per frame on a static scene: one full pass of the configured decoder vs the gated
+    /// decoder the daemon runs.
     public func idleCost(frames: [Frame]) throws -> Idle {
         options.progress("idle cost")
         var bestFull = Double.infinity, bestGated = Double.infinity
         for _ in 0..<options.rounds {
-            let zbar = try ZbarDecoder(settings: ungated)
+            let full = try StreamDecoder.bare(settings: ungated)
             let c0 = BenchClock.threadCPUMilliseconds()
-            for f in frames { _ = zbar.decode(f) }
+            for f in frames { _ = full.decode(f) }
             bestFull = min(bestFull, (BenchClock.threadCPUMilliseconds() - c0) / Double(frames.count))
 
             let gated = try StreamDecoder.make(settings: decoderSettings)
