@@ -105,6 +105,15 @@ extern "C" void zxshim_free(zxshim_symbol *symbols, int count) {
     std::free(symbols);
 }
 
+extern "C" uint32_t zxshim_format(const char *name) {
+    if (!name) return 0;
+    try {
+        return static_cast<uint32_t>(ZXing::BarcodeFormatFromString(name));
+    } catch (...) {
+        return 0;
+    }
+}
+
 extern "C" int zxshim_write(uint32_t format, const uint8_t *payload, size_t length, int ecc, zxshim_modules *out,
                             char *message, size_t message_size) {
     if (!out || (!payload && length > 0)) { setMessage(message, message_size, "no payload"); return -1; }

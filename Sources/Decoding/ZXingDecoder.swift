@@ -11,6 +11,8 @@ import Settings
 public final class ZXingDecoder: Decoder {
     public let settings: DecoderSettings
     private let reader: ZXingReader
+    /// The symbology of each ZXing::BarcodeFormat bit zxing may report.
+    private let symbologies: [UInt32: Symbology]
     private let invertRetry: Bool
     /// The inverted copy of the last frame read twice, kept so the retry allocates nothing per frame.
     private var inverted: [UInt8] = []
@@ -39,6 +41,7 @@ public final class ZXingDecoder: Decoder {
         }
         if pure { flags |= UInt32(ZXSHIM_PURE) }
         reader = ZXingReader(formats: formats, flags: flags)
+        symbologies = ZXingDecoder.symbologiesByFormat()
         self.invertRetry = invertRetry ?? settings.invertRetry
     }
 
@@ -73,7 +76,7 @@ public final class ZXingDecoder: Decoder {
         }
         var found: [DecodedSymbol] = []
         for r in raw {
-            guard let symbology = ZXingDecoder.symbology(r.format) else { continue }
+            guard let symbology = symbologies[r.format] else { continue }
             var data = r.bytes
             if settings.qrTextAsUTF8, symbology == .qr || symbology == .microqr, let text = r.text { data = text }
             let content = SymbolContent(gs1: r.contentType == ZXingReader.contentGS1, eci: r.eci)
@@ -85,47 +88,22 @@ public final class ZXingDecoder: Decoder {
         return found
     }
 
-    /// ZXing::BarcodeFormat bits (zxing-cpp 1.4's BarcodeFormat.h).
+    /// The ZXing::BarcodeFormat bit of each symbology, by zxing-cpp's own name for it (ISBNs are read as
+    /// EAN-13; 0: zxing has no such format).
     static func format(_ s: Symbology) -> UInt32 {
         switch s {
-        case .aztec: return 1 << 0
-        case .codabar: return 1 << 1
-        case .code39: return 1 << 2
-        case .code93: return 1 << 3
-        case .code128: return 1 << 4
-        case .databar: return 1 << 5
-        case .databarExp: return 1 << 6
-        case .datamatrix: return 1 << 7
-        case .ean8: return 1 << 8
-        case .ean13, .isbn13, .isbn10: return 1 << 9
-        case .i25: return 1 << 10
-        case .pdf417: return 1 << 12
-        case .qr: return 1 << 13
-        case .upca: return 1 << 14
-        case .upce: return 1 << 15
-        case .microqr: return 1 << 16
+        case .isbn10, .isbn13: return zxshim_format(Symbology.ean13.zxingName)
+        default: return zxshim_format(s.zxingName)
         }
     }
 
-    static func symbology(_ format: UInt32) -> Symbology? {
-        switch format {
-        case 1 << 0: return .aztec
-        case 1 << 1: return .codabar
-        case 1 << 2: return .code39
-        case 1 << 3: return .code93
-        case 1 << 4: return .code128
-        case 1 << 5: return .databar
-        case 1 << 6: return .databarExp
-        case 1 << 7: return .datamatrix
-        case 1 << 8: return .ean8
-        case 1 << 9: return .ean13
-        case 1 << 10: return .i25
-        case 1 << 12: return .pdf417
-        case 1 << 13: return .qr
-        case 1 << 14: return .upca
-        case 1 << 15: return .upce
-        case 1 << 16: return .microqr
-        default: return nil
+    /// The symbology each ZXing::BarcodeFormat bit stands for (ISBNs come back as EAN-13).
+    static func symbologiesByFormat() -> [UInt32: Symbology] {
+        var map: [UInt32: Symbology] = [:]
+        for s in Symbology.allCases where s != .isbn10 && s != .isbn13 {
+            let bit = format(s)
+            if bit != 0 { map[bit] = s }
         }
+        return map
     }
 }

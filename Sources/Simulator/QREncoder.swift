@@ -46,6 +46,11 @@ public enum QREncoder {
             throw SymbolError("libqrencode failed: \(e)")
         }
         defer { QRcode_free(code) }
+        return try bitmap(code)
+    }
+
+    /// libqrencode's symbol as modules (bit 0 of each byte: dark).
+    private static func bitmap(_ code: UnsafeMutablePointer<QRcode>) throws(SymbolError) -> ModuleBitmap {
         let width = Int(code.pointee.width)
         guard width > 0, let data = code.pointee.data else { throw SymbolError("libqrencode returned an empty symbol") }
         var dark = [Bool](repeating: false, count: width * width)
@@ -65,11 +70,7 @@ public enum QREncoder {
             }
             guard let code else { continue }
             defer { QRcode_free(code) }
-            let width = Int(code.pointee.width)
-            guard width > 0, let data = code.pointee.data else { throw SymbolError("libqrencode returned an empty Micro QR symbol") }
-            var dark = [Bool](repeating: false, count: width * width)
-            for i in 0..<(width * width) { dark[i] = data[i] & 1 != 0 }
-            return ModuleBitmap(width: width, height: width, dark: dark)
+            return try bitmap(code)
         }
         throw SymbolError("Micro QR payload of \(payload.count) bytes does not fit M4 at ECC level \(ecc.rawValue) (at most 15 bytes at L)")
     }

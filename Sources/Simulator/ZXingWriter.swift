@@ -34,16 +34,10 @@ public enum ZXingWriter {
         return ModuleBitmap(width: width, height: height, dark: cells)
     }
 
-    /// ZXing::BarcodeFormat bits (zxing-cpp 1.4's BarcodeFormat.h).
+    /// The ZXing::BarcodeFormat bit, by zxing-cpp's own name, for the symbologies drawn here.
     static func format(_ s: Symbology) -> UInt32? {
-        switch s {
-        case .aztec: return 1 << 0
-        case .codabar: return 1 << 1
-        case .code93: return 1 << 3
-        case .datamatrix: return 1 << 7
-        case .i25: return 1 << 10
-        case .pdf417: return 1 << 12
-        default: return nil
-        }
+        guard drawn.contains(s) else { return nil }
+        let bit = zxshim_format(s.zxingName)
+        return bit == 0 ? nil : bit
     }
 }

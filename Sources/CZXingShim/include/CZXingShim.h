@@ -57,6 +57,10 @@ int zxshim_read(const uint8_t *luma, int width, int height, uint32_t formats, ui
 /// Frees what zxshim_read returned.
 void zxshim_free(zxshim_symbol *symbols, int count);
 
+/// The ZXing::BarcodeFormat bit zxing-cpp gives `name` ("QRCode", "DataMatrix", "EAN13"; '-' and '_'
+/// optional, case ignored), or 0 when it names no single format.
+uint32_t zxshim_format(const char *name);
+
 /// A symbol's modules from zxing's writer: `dark` is width * height bytes (1 dark, 0 light), row-major,
 /// malloc'd; free it with zxshim_free_modules.
 typedef struct zxshim_modules {
