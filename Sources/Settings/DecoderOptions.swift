@@ -3,7 +3,7 @@ import Core
 extension OptionTable {
     public static let decoder: [OptionSpec] = [
         OptionSpec("decoder", .decoder, .value(placeholder: "NAME"), default: "zxing",
-                   help: "the library that reads frames: zxing (zxing-cpp: every format, about a fifth of zbar's CPU) or zbar (QR and 1D codes only)",
+                   help: "the library that reads frames: zxing (zxing-cpp: every format, about a tenth of zbar's CPU per frame) or zbar (QR and 1D codes only)",
                    apply: { s, v in s.decoder.engine = try ParseValue.choice(v, DecoderEngine.allCases.map { ($0.rawValue, $0) }) },
                    show: { $0.decoder.engine.rawValue }),
         OptionSpec("symbologies", .decoder, .value(placeholder: "LIST"), default: "QRCode",
