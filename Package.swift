@@ -140,7 +140,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "MemoryGPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "OSDP", "Credentials", "MQTT", "DoorRelay"],
+                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "CZXingShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),

@@ -1,9 +1,10 @@
-import CQREncode
+import CZXingShim
 import Core
 @testable import Decoding
 import Images
 import Platform
 import Settings
+import Simulator
 import XCTest
 
 /// The live zxing-cpp decoder through the decoder seam, on codes zint drew (an independent encoder):
@@ -103,6 +104,33 @@ final class ZXingDecoderTests: XCTestCase {
         XCTAssertEqual(decode(ZintCodes.frame(code), with: retrying).map(\.data), [Array("dark mode".utf8)])
         XCTAssertFalse(retrying.lastFoundInverted)
         XCTAssertEqual(retrying.failedReads, 0)
+    }
+
+    /// Hostile input at the C boundary: noise of odd sizes (1x1, one row, one column), a NULL image, and
+    /// writer payloads too long for the symbol: nothing crashes, every failure is a return code.
+    func testNoiseOddSizesAndRefusedPayloadsStayAtTheBoundary() throws {
+        var state: UInt32 = 0x9E3779B9
+        func next() -> UInt8 {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            return UInt8(truncatingIfNeeded: state)
+        }
+        let d = decoder()
+        for (w, h) in [(1, 1), (1, 480), (640, 1), (3, 2), (17, 31), (320, 240), (641, 479)] {
+            let luma = (0..<(w * h)).map { _ in next() }
+            XCTAssertTrue(d.decode(width: w, height: h, luma: luma).isEmpty, "\(w)x\(h)")
+        }
+        XCTAssertEqual(d.failedReads, 0)
+        var out: UnsafeMutablePointer<zxshim_symbol>?
+        XCTAssertEqual(zxshim_read(nil, 10, 10, 1 << 13, 0, &out), -1)
+        XCTAssertNil(out)
+        XCTAssertEqual(zxshim_format("DataMatrix"), 1 << 7)
+        XCTAssertEqual(zxshim_format("no such format"), 0)
+        XCTAssertEqual(zxshim_format(nil), 0)
+        XCTAssertThrowsError(try ZXingWriter.encode(.datamatrix, payload: [UInt8](repeating: 0x41, count: 10_000))) { error in
+            XCTAssertTrue("\(error)".hasPrefix("zxing cannot encode this DataMatrix payload of 10000 bytes: "), "\(error)")
+        }
+        XCTAssertThrowsError(try ZXingWriter.encode(.qr, payload: [0x41]))
+        XCTAssertThrowsError(try ZXingWriter.encode(.aztec, payload: []))
     }
 
     func testFramesThatAreNotWidthTimesHeightFindNothing() {
