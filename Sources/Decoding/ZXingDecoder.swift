@@ -5,12 +5,18 @@ import Settings
 /// The zxing-cpp implementation of the decoder seam (Debian libzxing-dev 1.4, through the CZXingShim C
 /// face): `run`'s decoder by default (`decoder = zxing`), and decode-image's second engine.
 ///
-/// zxing-cpp 1.4 has no built-in inversion: with `invertRetry`, a frame in which nothing was found is
-/// inverted and read again (light-on-dark codes: phones in dark mode). Frames that hold a code pay for
-/// one read; empty frames for two (docs/decoding.md has the measured cost).
+/// A frame is read up to three times, each only when the reads before found nothing:
+/// 1. with zxing's local-average binarizer (its default);
+/// 2. with its global-histogram binarizer (`globalRetry`): low-contrast codes, which the local binarizer
+///    takes for flat areas; on a scene with no code it gives up almost at once (no two histogram peaks);
+/// 3. inverted (`invertRetry`): zxing-cpp 1.4 has no try-invert, so light-on-dark codes (phones in dark
+///    mode) are read from an inverted copy.
+/// Frames that hold a code pay for one read; empty frames for all three (docs/decoding.md has the cost).
 public final class ZXingDecoder: Decoder {
     public let settings: DecoderSettings
     private let reader: ZXingReader
+    /// The same read with the global-histogram binarizer; nil when `globalRetry` is off.
+    private let globalReader: ZXingReader?
     /// The symbology of each ZXing::BarcodeFormat bit zxing may report.
     private let symbologies: [UInt32: Symbology]
     private let invertRetry: Bool
@@ -26,9 +32,10 @@ public final class ZXingDecoder: Decoder {
 
     /// `thorough`: zxing's tryHarder + tryRotate + tryDownscale (still images; several times slower).
     /// `pure`: the image is one unrotated rendered code (no photo). `invertRetry` defaults to the
-    /// settings' (`invert-retry`).
+    /// settings' (`invert-retry`); `globalRetry` (the global-histogram read after a local-average one
+    /// that found nothing) is the live path's, off for decode-image, which orders its own passes.
     public init(settings: DecoderSettings, thorough: Bool = false, binarizer: Binarizer = .localAverage,
-                pure: Bool = false, invertRetry: Bool? = nil) {
+                pure: Bool = false, invertRetry: Bool? = nil, globalRetry: Bool = true) {
         self.settings = settings
         let formats = settings.symbologies.reduce(UInt32(0)) { $0 | ZXingDecoder.format($1) }
         var flags: UInt32 = 0
@@ -41,6 +48,8 @@ public final class ZXingDecoder: Decoder {
         }
         if pure { flags |= UInt32(ZXSHIM_PURE) }
         reader = ZXingReader(formats: formats, flags: flags)
+        globalReader = globalRetry && binarizer == .localAverage
+            ? ZXingReader(formats: formats, flags: flags | UInt32(ZXSHIM_BINARIZER_GLOBAL)) : nil
         symbologies = ZXingDecoder.symbologiesByFormat()
         self.invertRetry = invertRetry ?? settings.invertRetry
     }
@@ -52,21 +61,26 @@ public final class ZXingDecoder: Decoder {
     public func decode(width: Int, height: Int, luma: [UInt8]) -> [DecodedSymbol] {
         lastFoundInverted = false
         guard width > 0, height > 0, luma.count == width * height else { return [] }
-        let found = luma.withUnsafeBufferPointer { read(width: width, height: height, luma: $0) }
-        guard found.isEmpty, invertRetry else { return found }
+        let found = luma.withUnsafeBufferPointer { read(reader, width: width, height: height, luma: $0) }
+        guard found.isEmpty else { return found }
+        if let globalReader {
+            let global = luma.withUnsafeBufferPointer { read(globalReader, width: width, height: height, luma: $0) }
+            guard global.isEmpty else { return global }
+        }
+        guard invertRetry else { return [] }
         if inverted.count != luma.count { inverted = [UInt8](repeating: 0, count: luma.count) }
         inverted.withUnsafeMutableBufferPointer { out in
             luma.withUnsafeBufferPointer { source in
                 for i in 0..<source.count { out[i] = 255 &- source[i] }
             }
         }
-        let again = inverted.withUnsafeBufferPointer { read(width: width, height: height, luma: $0) }
+        let again = inverted.withUnsafeBufferPointer { read(reader, width: width, height: height, luma: $0) }
         lastFoundInverted = !again.isEmpty
         return again
     }
 
     /// One read, its symbols normalised (check digits, UPC forms) and each code once.
-    private func read(width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>) -> [DecodedSymbol] {
+    private func read(_ reader: ZXingReader, width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>) -> [DecodedSymbol] {
         let raw: [ZXingReader.Found]
         do {
             raw = try reader.read(width: width, height: height, luma: luma)

@@ -106,6 +106,21 @@ final class ZXingDecoderTests: XCTestCase {
         XCTAssertEqual(retrying.failedReads, 0)
     }
 
+    /// A QR code 32 grey levels from light to dark (a dim phone screen): the local binarizer takes it for
+    /// a flat area; the global-histogram read after it finds it.
+    func testLowContrastCodesAreReadOnTheGlobalRetry() throws {
+        // The simulator's contrast 0.15: modules 128 +- 16 on the scene's 160, with sensor noise.
+        let scenario = try ScenarioParser.parse(text: "frames 40\nnoise 3\ncode qr \"dim screen 0042\" frames 38 module 4 contrast 0.15 at 100,250\n",
+                                                name: "dim", defaults: .init(width: 640, height: 480, fps: 10))
+        let pixels = try ScenarioRenderer(scenario: scenario).render(frame: 38)
+        let frame = LumaImage(width: 640, height: 480, pixels: pixels)
+        var settings = DecoderSettings()
+        settings.invertRetry = false
+        XCTAssertEqual(decode(frame, with: ZXingDecoder(settings: settings)).map(\.data), [Array("dim screen 0042".utf8)])
+        XCTAssertTrue(decode(frame, with: ZXingDecoder(settings: settings, globalRetry: false)).isEmpty,
+                      "the local binarizer alone does not read it")
+    }
+
     /// Hostile input at the C boundary: noise of odd sizes (1x1, one row, one column), a NULL image, and
     /// writer payloads too long for the symbol: nothing crashes, every failure is a return code.
     func testNoiseOddSizesAndRefusedPayloadsStayAtTheBoundary() throws {
