@@ -38,7 +38,7 @@ let package = Package(
         systemLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: "libmosquitto-dev"),
         // What Swift cannot import: function-like macros, variadic calls, C-only globals.
         .target(name: "CShim", dependencies: ["CV4L2", "CALSA", "CZbar"]),
-        // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the second decoder of decode-image.
+        // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the live decoder, decode-image's second, and its writer.
         .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
 
         // Typed wrappers over syscalls: Errno, file descriptors, EINTR retry, threads, clocks, hex.
@@ -56,12 +56,12 @@ let package = Package(
         .target(name: "Images", dependencies: ["Core", "Platform", "CPNG", "CTurboJPEG"], swiftSettings: swiftSettings),
 
         // 1. Sources: the simulator, replay, the V4L2 camera.
-        .target(name: "Simulator", dependencies: ["Core", "Platform", "Settings", "Images", "CQREncode"], swiftSettings: swiftSettings),
+        .target(name: "Simulator", dependencies: ["Core", "Platform", "Settings", "Images", "CQREncode", "CZXingShim"], swiftSettings: swiftSettings),
         .target(name: "Replay", dependencies: ["Core", "Platform", "Settings", "Images"], swiftSettings: swiftSettings),
         .target(name: "Camera", dependencies: ["Core", "Settings", "Platform", "CShim", "CV4L2", "CTurboJPEG"],
                 swiftSettings: swiftSettings),
-        // 3. The stream decoder (zbar), the change gate, the normaliser.
-        .target(name: "Decoding", dependencies: ["Core", "Settings", "Platform", "CZbar", "CShim"],
+        // 3. The stream decoders (zxing-cpp, zbar), the change gate, the normaliser.
+        .target(name: "Decoding", dependencies: ["Core", "Settings", "Platform", "CZbar", "CShim", "CZXingShim"],
                 swiftSettings: swiftSettings),
         // 4. Report-once rules.
         .target(name: "Debounce", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
@@ -119,7 +119,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // Tools outside the decode path of `run`, one target each:
         // still images (decode-image: zbar and zxing-cpp, label unwarping, corpus scoring),
-        .target(name: "StillImages", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding", "CZXingShim"],
+        .target(name: "StillImages", dependencies: ["Core", "Platform", "Settings", "Images", "Decoding"],
                 path: "Sources/Tools/StillImages", swiftSettings: swiftSettings),
         // the daemon run as a child process and the soak that watches its memory and descriptors,
         .target(name: "Soak", dependencies: ["Core", "Platform"], path: "Sources/Tools/Soak", swiftSettings: swiftSettings),
@@ -141,7 +141,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "MemoryGPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "OSDP", "Credentials", "MQTT", "DoorRelay"],
+                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "CZXingShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),

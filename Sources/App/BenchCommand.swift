@@ -14,11 +14,13 @@ import Glibc
 enum BenchCommand {
     static let help = """
         Usage: scangate bench [--json] [--memory-frames N] [--rounds N] [--corpus DIR] [--live-frames DIR]
-                              [--only live-frames]
+                              [--only live-frames] [--decoders]
 
         Measures, on generated 640x480 frames, each figure next to its target:
           throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
           idle cost    CPU per frame on a static scene vs one full zbar pass          target <= 10%
+          decoders     CPU per frame, empty / with a QR / with an inverted QR, of zbar and of zxing-cpp
+                       with and without invert-retry, and their reads         target zxing <= 0.3x zbar
           first frame  a code appearing is read in the first frame it is in view (gating on)
           latency      frame dequeue -> outputs done, p50/p99, and beyond the frame's decode time (<= 2 ms)
           wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
@@ -35,11 +37,12 @@ enum BenchCommand {
           accuracy     decode-image on the real photos of --corpus DIR (default ../shared/corpus when it
                        exists): QR >= 100/104, 1D >= 205/259, misreads <= zbarimg's 6
           live-path    with --live-frames DIR (scripts/live-frames makes it; make bench passes it): zbar
-          frames       as run configures it and zxing-cpp 1.4 (tryHarder off/on) on each synthetic camera
+          frames       as run configured it before, zxing-cpp 1.4 alone, and scangate's zxing path on each camera
                        frame, interleaved, --rounds times: reads per category, misreads, thread-CPU per
                        frame (empty scenes, frames with a code, all) and its ratio to zbar; zxing-cpp
                        3.1.1's reads beside them from DIR/reference.json (docs/live-path-frames.md)
         --only live-frames runs that stage alone.
+        --decoders measures the decoders alone (a minute) and prints only their rows and the idle cost.
         A progress line goes to stderr (the stage, N/M, and its seconds); --json prints the same figures
         as one JSON object. Ctrl-C prints the figures measured so far and exits 130.
         Exit 0 when every target is met, 1 otherwise, 2 on a bad flag.
@@ -51,12 +54,14 @@ enum BenchCommand {
         var corpus: String? = nil
         var liveFrames: String? = nil
         var onlyLiveFrames = false
+        var decodersOnly = false
         var args = CommandArguments(arguments)
         do throws(UsageError) {
             while let a = args.next() {
                 switch a {
                 case "-h", "--help": print(help); return 0
                 case "--json": json = true
+                case "--decoders": decodersOnly = true
                 case "--corpus": corpus = try args.value(a, "a DIR (the corpus with samples/)")
                 case "--memory-frames": options.memoryFrames = try args.number(a, 1...10_000_000)
                 case "--rounds": options.rounds = try args.number(a, 1...10_000_000)
@@ -121,11 +126,12 @@ enum BenchCommand {
         }
         do {
             let record: (BenchReport) -> Void = { report in partial.withLock { $0 = report } }
-            let report: BenchReport
-            if onlyLiveFrames, let frames {
-                var only = BenchReport()
-                try measureLiveFrames(frames, options: options, into: &only)
-                report = only
+            var report = BenchReport()
+            if decodersOnly {
+                report.rows = BenchDecoders.reportRows(try BenchDecoders.measure(rounds: options.rounds, progress: options.progress))
+                report.rows.append(idleRow(try Benchmarks(options: options).idleCost(frames: BenchFrames.render(BenchFrames.idle, name: "idle"))))
+            } else if onlyLiveFrames, let frames {
+                try measureLiveFrames(frames, options: options, into: &report)
             } else {
                 report = try measure(options, corpus: corpus ?? defaultCorpus(), liveFrames: frames, measured: record)
             }
@@ -137,6 +143,11 @@ enum BenchCommand {
         } catch {
             return usageError("\(error)")
         }
+    }
+
+    static func idleRow(_ idle: Benchmarks.Idle) -> BenchReport.Row {
+        .init(name: "idle CPU per frame (gated daemon decoder) / one full zbar pass", measured: "\(fmt(idle.ratio * 100, 1))% (\(fmt(idle.gatedMs, 3)) / \(fmt(idle.fullPassMs, 2)) ms)",
+              target: "<= 10%", pass: idle.ratio <= 0.10)
     }
 
     /// ../shared/corpus from the working directory, when it is there.
@@ -151,7 +162,7 @@ enum BenchCommand {
                         measured: (BenchReport) -> Void = { _ in }) throws -> BenchReport {
         let bench = Benchmarks(options: options)
         var report = BenchReport()
-        let stages = 10 + (corpus == nil ? 0 : 1) + (liveFrames == nil ? 0 : 1)
+        let stages = 11 + (corpus == nil ? 0 : 1) + (liveFrames == nil ? 0 : 1)
         var done = 0
         func next(_ name: String) {
             measured(report)
@@ -171,8 +182,11 @@ enum BenchCommand {
 
         next("idle cost")
         let idle = try bench.idleCost(frames: idleFrames)
-        report.rows.append(.init(name: "idle CPU per frame / one full zbar pass", measured: "\(fmt(idle.ratio * 100, 1))% (\(fmt(idle.gatedMs, 3)) / \(fmt(idle.fullPassMs, 2)) ms)",
-                                 target: "<= 10%", pass: idle.ratio <= 0.10))
+        report.rows.append(idleRow(idle))
+
+        next("decoders")
+        let decoders = try BenchDecoders.measure(rounds: options.rounds, progress: options.progress)
+        report.rows += BenchDecoders.reportRows(decoders)
 
         next("first frame")
         let (first, cases) = try bench.firstFrameReads()
@@ -215,7 +229,7 @@ enum BenchCommand {
 
         next("signed passes")
         let credentials = try benchCredentials()
-        report.rows += credentials.rows(zbarPassMilliseconds: idle.fullPassMs)
+        report.rows += credentials.rows(zbarPassMilliseconds: decoders.rows.first?.emptyMs)
         next("MQTT")
         let mqtt = try BenchMQTT.run()
         report.rows.append(.init(name: "MQTT event -> PUBACK, p50/p99 (loopback)",

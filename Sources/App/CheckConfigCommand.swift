@@ -59,7 +59,7 @@ public enum CheckConfigCommand {
             // The checks `run` makes before it opens anything, and doctor's config row: the same function.
             do {
                 try Catalog.check(settings)
-                _ = try ZbarDecoder(settings: settings.decoder)
+                _ = try StreamDecoder.bare(settings: settings.decoder)
             } catch let error as UsageError {
                 throw UsageError(Configuration.explain(error.message, configPath: file, flagAssignments: flags.assignments))
             } catch {

@@ -164,7 +164,7 @@ final class Daemon: @unchecked Sendable {
     private func prepare(_ settings: RunSettings, components: [Component], debouncer: Debouncer) throws -> RunState {
         try Catalog.check(settings, components: components)
         return RunState(source: try SourceFactory.make(settings.capture, logger: logger),
-                        decoder: try ZbarDecoder.makeForStream(settings: settings.decoder),
+                        decoder: try StreamDecoder.make(settings: settings.decoder),
                         policies: try Catalog.policies(settings, logger: logger), debouncer: debouncer)
     }
 
@@ -276,7 +276,7 @@ final class Daemon: @unchecked Sendable {
         let new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
         try Catalog.check(new, components: wiring.components)
         let policies = try Catalog.policies(new, logger: logger)
-        let decoder = try ZbarDecoder.makeForStream(settings: new.decoder)
+        let decoder = try StreamDecoder.make(settings: new.decoder)
         let newSource = new.capture == settings.capture ? nil : try SourceFactory.make(new.capture, logger: logger)
         run.policies = policies
         run.decoder = decoder

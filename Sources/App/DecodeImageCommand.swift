@@ -19,7 +19,7 @@ enum DecodeImageCommand {
         When one zbar pass finds nothing, further passes look at rescaled, contrast-stretched and thresholded
         copies, then zxing-cpp's, and last a light sticker on a darker, wavy surface flattened by its
         outline (docs/accuracy.md).
-          --symbologies LIST   codes to look for (default: all of \(Symbology.cliNames))
+          --symbologies LIST   codes to look for, or all (default: all of \(Symbology.cliNames))
           --no-test-inverted   do not also look for light-on-dark codes
           --native-upc         UPC-A as 12 digits and UPC-E as 8 (default: the 13-digit GTIN form)
           --raw-qr             QR payload bytes exactly as encoded (default: text converted to UTF-8 from
@@ -49,14 +49,14 @@ enum DecodeImageCommand {
                 case "--raw-qr": settings.qrTextAsUTF8 = false
                 case "--corpus": corpus = try args.value(arg, "a DIR (the corpus with samples/)")
                 case "--symbologies":
-                    var set = Set<Symbology>()
-                    for name in ParseValue.list(try args.value(arg, "a LIST (\(Symbology.cliNames))")) {
-                        guard let s = Symbology(name: name) else {
-                            throw UsageError("--symbologies: '\(name)' is not a symbology (allowed: \(Symbology.cliNames))")
-                        }
-                        set.insert(s)
+                    let names = ParseValue.list(try args.value(arg, "a LIST (all, or any of \(Symbology.cliNames))"))
+                    let set: Set<Symbology>
+                    switch Symbology.set(named: names) {
+                    case .success(let named): set = named
+                    case .failure(let e):
+                        throw UsageError("--symbologies: '\(e.name)' is not a symbology (allowed: all, or any of \(Symbology.cliNames))")
                     }
-                    guard !set.isEmpty else { throw UsageError("--symbologies is empty (allowed: \(Symbology.cliNames))") }
+                    guard !set.isEmpty else { throw UsageError("--symbologies is empty (allowed: all, or any of \(Symbology.cliNames))") }
                     settings.symbologies = set
                 default:
                     if let on = try args.switchValue(arg, "test-inverted") {

@@ -10,11 +10,13 @@ enum MakeCodeCommand {
                scangate make-code --data-file FILE [options]
 
         Draws a code for TEXT in the terminal (Unicode half blocks, quiet zone included), or writes an image.
-          --symbology NAME   \(SymbolEncoder.supportedNames) (default qr)
-          --ecc L|M|Q|H      QR error correction level (default M)
+          --symbology NAME   \(SymbolEncoder.supportedNames)
+                             (default QRCode; older names such as qr, ean13 work too)
+          --ecc L|M|Q|H      QR and Micro QR error correction level (default M; Micro QR: no H)
           --scale N          pixels per module in the image file, 1-64 (default 8)
           --bar-height N     1D codes: bar height in pixels in the image file (default 50 modules)
-          --quiet N          quiet zone in modules (default 4 for QR, 12 for 1D codes)
+          --quiet N          quiet zone in modules (default 4 for QR; 2 for Micro QR, DataMatrix, Aztec,
+                             PDF417; 12 for 1D codes)
           --out FILE         write FILE.png or FILE.pgm instead of drawing in the terminal
           --escapes          TEXT may hold C escapes: \(PayloadEscapes.allowed)
           --data-file FILE   take the payload bytes from FILE (binary-safe) instead of TEXT

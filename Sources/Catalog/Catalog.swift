@@ -69,6 +69,7 @@ extension Catalog {
     /// Checks every configured component's combination of options, as `run` would at start, without
     /// opening anything (doctor and check-config run it too, often as another user).
     public static func validate(_ settings: RunSettings, components: [Component] = components()) throws {
+        try settings.decoder.validate()
         if settings.filter.isActive { _ = try PayloadFilter(settings: settings.filter) }
         try settings.credential.validate()
         for c in components {

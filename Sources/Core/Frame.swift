@@ -35,4 +35,26 @@ public struct Frame: Sendable {
 public struct Rect: Equatable, Sendable, Codable {
     public var x: Int, y: Int, w: Int, h: Int
     public init(x: Int, y: Int, w: Int, h: Int) { self.x = x; self.y = y; self.w = w; self.h = h }
+
+    /// The box around `points` (a one-pixel box at the origin when there are none).
+    public init(enclosing points: [Point]) {
+        guard let first = points.first else { self.init(x: 0, y: 0, w: 0, h: 0); return }
+        var minX = first.x, minY = first.y, maxX = first.x, maxY = first.y
+        for p in points.dropFirst() {
+            minX = min(minX, p.x); maxX = max(maxX, p.x); minY = min(minY, p.y); maxY = max(maxY, p.y)
+        }
+        self.init(x: minX, y: minY, w: maxX - minX + 1, h: maxY - minY + 1)
+    }
+
+    /// Top-left, top-right, bottom-right, bottom-left.
+    public var corners: [Point] {
+        [Point(x: x, y: y), Point(x: x + max(w - 1, 0), y: y), Point(x: x + max(w - 1, 0), y: y + max(h - 1, 0)),
+         Point(x: x, y: y + max(h - 1, 0))]
+    }
+}
+
+/// A point in frame pixels.
+public struct Point: Equatable, Sendable, Codable {
+    public var x: Int, y: Int
+    public init(x: Int, y: Int) { self.x = x; self.y = y }
 }

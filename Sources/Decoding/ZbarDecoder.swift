@@ -26,7 +26,7 @@ public final class ZbarDecoder: Decoder {
         do {
             let scanner = try ZbarScanner()
             try scanner.set(ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
-            var enabled = Set(settings.symbologies.map(ZbarDecoder.zbarType))
+            var enabled = Set(settings.zbarSymbologies.compactMap(ZbarDecoder.zbarType))
             // zbar finds UPC-A/ISBN inside its EAN-13 decoder: the EAN-13 family needs it enabled.
             if settings.symbologies.contains(.upca) || settings.symbologies.contains(.isbn13)
                 || settings.symbologies.contains(.isbn10) {
@@ -87,7 +87,8 @@ public final class ZbarDecoder: Decoder {
         return found
     }
 
-    static func zbarType(_ s: Symbology) -> zbar_symbol_type_t {
+    /// zbar's type for a symbology; nil for those zbar 0.23 does not read (Micro QR, DataMatrix, Aztec, PDF417).
+    static func zbarType(_ s: Symbology) -> zbar_symbol_type_t? {
         switch s {
         case .qr: return ZBAR_QRCODE
         case .ean13: return ZBAR_EAN13
@@ -103,6 +104,7 @@ public final class ZbarDecoder: Decoder {
         case .databarExp: return ZBAR_DATABAR_EXP
         case .isbn10: return ZBAR_ISBN10
         case .isbn13: return ZBAR_ISBN13
+        case .microqr, .datamatrix, .aztec, .pdf417: return nil
         }
     }
 
@@ -124,14 +126,5 @@ public final class ZbarDecoder: Decoder {
         case ZBAR_ISBN13: return .isbn13
         default: return nil
         }
-    }
-}
-
-extension ZbarDecoder {
-    /// The decoder `run` uses: zbar behind the idle gate unless gating is off.
-    public static func makeForStream(settings: DecoderSettings) throws(UsageError) -> Decoder {
-        let zbar = try ZbarDecoder(settings: settings)
-        guard settings.idleRescanFrames > 0 else { return zbar }
-        return GatedDecoder(zbar, rescanEvery: settings.idleRescanFrames, threshold: settings.changeThreshold)
     }
 }

@@ -114,13 +114,15 @@ struct CameraDoctor {
         }
     }
 
-    /// Frames for up to `captureSeconds` (a finite source may end first), each decoded with zbar.
+    /// Frames for up to `captureSeconds` (a finite source may end first), each decoded with the
+    /// configured decoder (zxing or zbar).
     private func grab(from source: FrameSource) -> (DoctorRow, [SeenCode]) {
-        let decoder: ZbarDecoder
+        let decoder: Decoder
         do {
-            decoder = try ZbarDecoder(settings: settings.decoder)
+            decoder = try StreamDecoder.bare(settings: settings.decoder)
         } catch {
-            return (.fail(.camera, "camera capture", "zbar: \(error)", fix: "check --symbologies"), [])
+            return (.fail(.camera, "camera capture", "\(settings.decoder.engine.rawValue): \(error)",
+                          fix: "check --decoder and --symbologies"), [])
         }
         let start = MonotonicInstant.now()
         let deadline = start.adding(milliseconds: options.captureSeconds * 1000)

@@ -50,7 +50,7 @@ public enum Doctor {
         do {
             settings = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
             try Catalog.check(settings, components: components)
-            _ = try ZbarDecoder(settings: settings.decoder)
+            _ = try StreamDecoder.bare(settings: settings.decoder)
         } catch {
             let fix = configPath.map { "correct it in \($0) (`scangate check-config \($0)` shows the same error)" }
                 ?? "correct the flag (scangate run --help lists every option and its values)"

@@ -2,26 +2,35 @@ import Core
 
 extension OptionTable {
     public static let decoder: [OptionSpec] = [
-        OptionSpec("symbologies", .decoder, .value(placeholder: "LIST"), default: "qr",
-                   help: "codes to read, comma-separated: \(Symbology.cliNames)",
+        OptionSpec("decoder", .decoder, .value(placeholder: "NAME"), default: "zxing",
+                   help: "the library that reads frames: zxing (zxing-cpp: every format, about a tenth of zbar's CPU per frame) or zbar (QR and 1D codes only)",
+                   apply: { s, v in s.decoder.engine = try ParseValue.choice(v, DecoderEngine.allCases.map { ($0.rawValue, $0) }) },
+                   show: { $0.decoder.engine.rawValue }),
+        OptionSpec("symbologies", .decoder, .value(placeholder: "LIST"), default: "QRCode",
+                   help: "codes to read, comma-separated, or all: \(Symbology.cliNames) (older names such as qr, ean13, EAN-13 are accepted)",
                    apply: { s, v in
-                       var set = Set<Symbology>()
-                       for name in ParseValue.list(v) {
-                           guard let sym = Symbology(name: name) else {
-                               throw OptionValueError("'\(name)' is not a symbology (allowed: \(Symbology.cliNames))")
-                           }
-                           set.insert(sym)
+                       switch Symbology.set(named: ParseValue.list(v)) {
+                       case .failure(let e):
+                           throw OptionValueError("'\(e.name)' is not a symbology (allowed: all, or any of \(Symbology.cliNames))")
+                       case .success(let set):
+                           guard !set.isEmpty else { throw OptionValueError("is empty (allowed: all, or any of \(Symbology.cliNames))") }
+                           s.decoder.symbologies = set
                        }
-                       guard !set.isEmpty else { throw OptionValueError("is empty (allowed: \(Symbology.cliNames))") }
-                       s.decoder.symbologies = set
                    },
-                   show: { s in Symbology.allCases.filter { s.decoder.symbologies.contains($0) }.map(\.rawValue).joined(separator: ",") }),
+                   show: { s in
+                       s.decoder.symbologies.count == Symbology.allCases.count ? "all"
+                           : Symbology.allCases.filter { s.decoder.symbologies.contains($0) }.map(\.zxingName).joined(separator: ",")
+                   }),
         OptionSpec("density", .decoder, .value(placeholder: "N"), default: "1",
-                   help: "scan every Nth pixel row and column (1: all; 2 halves the cost, needs >= 3 px per module)",
+                   help: "zbar: scan every Nth pixel row and column (1: all; 2 halves the cost, needs >= 3 px per module)",
                    apply: { s, v in s.decoder.density = try ParseValue.int(v, in: 1...8) },
                    show: { String($0.decoder.density) }),
+        OptionSpec("invert-retry", .decoder, .flag, default: "true",
+                   help: "zxing: when a frame holds no code, read it inverted too (light-on-dark codes: phones in dark mode)",
+                   apply: { s, v in s.decoder.invertRetry = try ParseValue.bool(v) },
+                   show: { String($0.decoder.invertRetry) }),
         OptionSpec("test-inverted", .decoder, .flag, default: "false",
-                   help: "also read light-on-dark codes (phone screens in dark mode)",
+                   help: "zbar: also read light-on-dark codes in every frame (doubles zbar's cost; zxing uses invert-retry)",
                    apply: { s, v in s.decoder.testInverted = try ParseValue.bool(v) },
                    show: { String($0.decoder.testInverted) }),
         OptionSpec("upca-as-ean13", .decoder, .flag, default: "false",
@@ -49,7 +58,7 @@ extension OptionTable {
                    apply: { s, v in s.decoder.code39FullASCII = try ParseValue.bool(v) },
                    show: { String($0.decoder.code39FullASCII) }),
         OptionSpec("ean-addons", .decoder, .flag, default: "false",
-                   help: "read EAN-2/EAN-5 add-ons and append them to the EAN-13/UPC-A they follow",
+                   help: "zbar: read EAN-2/EAN-5 add-ons and append them to the EAN-13/UPC-A they follow",
                    apply: { s, v in s.decoder.eanAddOns = try ParseValue.bool(v) },
                    show: { String($0.decoder.eanAddOns) }),
     ]

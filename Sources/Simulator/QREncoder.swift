@@ -46,10 +46,32 @@ public enum QREncoder {
             throw SymbolError("libqrencode failed: \(e)")
         }
         defer { QRcode_free(code) }
+        return try bitmap(code)
+    }
+
+    /// libqrencode's symbol as modules (bit 0 of each byte: dark).
+    private static func bitmap(_ code: UnsafeMutablePointer<QRcode>) throws(SymbolError) -> ModuleBitmap {
         let width = Int(code.pointee.width)
         guard width > 0, let data = code.pointee.data else { throw SymbolError("libqrencode returned an empty symbol") }
         var dark = [Bool](repeating: false, count: width * width)
         for i in 0..<(width * width) { dark[i] = data[i] & 1 != 0 }
         return ModuleBitmap(width: width, height: width, dark: dark)
+    }
+
+    /// A Micro QR code (M1-M4, the smallest version that holds the payload at `ecc`), 8-bit mode. Micro
+    /// QR has no level H, and Q only in M4.
+    public static func encodeMicro(_ payload: [UInt8], ecc: ErrorCorrection = .M) throws(SymbolError) -> ModuleBitmap {
+        guard !payload.isEmpty else { throw SymbolError("Micro QR payload is empty") }
+        guard ecc != .H else { throw SymbolError("Micro QR has no ECC level H (L, M, or Q in M4)") }
+        for version in Int32(1)...Int32(MQRSPEC_VERSION_MAX) {
+            errno = 0
+            let code = payload.withUnsafeBufferPointer { buffer in
+                QRcode_encodeDataMQR(Int32(buffer.count), buffer.baseAddress, version, ecc.level)
+            }
+            guard let code else { continue }
+            defer { QRcode_free(code) }
+            return try bitmap(code)
+        }
+        throw SymbolError("Micro QR payload of \(payload.count) bytes does not fit M4 at ECC level \(ecc.rawValue) (at most 15 bytes at L)")
     }
 }

@@ -2,8 +2,13 @@ import Platform
 
 /// The text of one event on stdout, in each output format.
 public enum EventLine {
-    /// `{"seq":1,"time":"…","symbology":"QR-Code","data":"…","frame":12,"latency_ms":3.2,"bounds":{…}}`.
+    /// `{"seq":1,"time":"…","symbology":"QR-Code","data":"…","frame":12,"latency_ms":3.2,"bounds":{…},
+    /// "format":"QRCode","corners":[[x,y],…],"gs1":false}`.
     /// `data` is present when the payload is valid UTF-8; otherwise `data_base64` carries the bytes.
+    /// `format` is zxing-cpp's name of the symbology; `corners` the code's four corners (top-left,
+    /// top-right, bottom-right, bottom-left as the code reads; zbar's are its box's); `gs1` whether the
+    /// payload is GS1 element strings; a code with an ECI adds `"eci":26` and, when the ECI names one,
+    /// `"charset":"UTF-8"` (`data` stays the payload's bytes as encoded).
     /// A code a policy rejected adds `"rejected":"reason"`; door outputs that refused it add
     /// `"refused":{"output":"reason",...}`; a verified pass adds `"credential":{number, kid, jti, exp}`.
     public static func json(_ event: ReadEvent) -> String {
@@ -22,7 +27,14 @@ public enum EventLine {
             ("frame", String(event.frame)),
             ("latency_ms", JSONText.number(event.latencyMilliseconds)),
             ("bounds", JSONText.object([("x", String(b.x)), ("y", String(b.y)), ("w", String(b.w)), ("h", String(b.h))])),
+            ("format", JSONText.string(event.symbol.symbology.zxingName)),
+            ("corners", "[" + event.symbol.corners.map { "[\($0.x),\($0.y)]" }.joined(separator: ",") + "]"),
+            ("gs1", event.symbol.content.gs1 ? "true" : "false"),
         ]
+        if let eci = event.symbol.content.eci {
+            fields.append(("eci", String(eci)))
+            if let charset = event.symbol.content.charset { fields.append(("charset", JSONText.string(charset))) }
+        }
         if case .rejected(let reason) = event.verdict { fields.append(("rejected", JSONText.string(reason))) }
         if let c = event.credential { fields.append(("credential", credential(c))) }
         let refusals = event.refusals

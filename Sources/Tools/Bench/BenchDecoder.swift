@@ -20,12 +20,15 @@ public struct BenchDecoder {
         BenchDecoder(name: name) { frame in decoder.decode(frame).map(\.data) }
     }
 
-    /// zxing-cpp 1.4 (Debian) through decode-image's CZXingShim, every format it has.
-    public static func zxing(_ name: String, tryHarder: Bool) -> BenchDecoder {
-        let reader = ZXingReader(tryHarder: tryHarder)
-        return BenchDecoder(name: name) { frame in
-            reader.read(width: frame.width, height: frame.height, luma: frame.luma).map(\.bytes)
-        }
+    /// zxing-cpp 1.4 (Debian) through the live decoder, every format: `retries` off is the library's
+    /// one pass as it comes; on is what `run` does with `symbologies = all` (a global-histogram read and
+    /// an inverted read of a frame where the first pass found nothing).
+    public static func zxing(_ name: String, retries: Bool) -> BenchDecoder {
+        var settings = DecoderSettings()
+        settings.engine = .zxing
+        settings.symbologies = Set(Symbology.allCases)
+        settings.idleRescanFrames = 0
+        return .seam(name, ZXingDecoder(settings: settings, invertRetry: retries, globalRetry: retries))
     }
 
     /// zbar as `run` configures it for QR, EAN-13 and Code 128 (binary QR payloads, density 1), without the
@@ -37,13 +40,12 @@ public struct BenchDecoder {
         return .seam("zbar 0.23", try ZbarDecoder(settings: settings))
     }
 
-    /// The columns of the live-path row, zbar first. The live zxing decoder joins them as one more line:
-    /// `.seam("zxing live", try ZXingLiveDecoder(settings: ...))`.
+    /// The columns of the live-path row, zbar first, then the library alone, then ScanGate's live path.
     public static func standard() throws(UsageError) -> [BenchDecoder] {
         [
             try zbar(),
-            zxing("zxing-cpp 1.4", tryHarder: false),
-            zxing("zxing-cpp 1.4 tryHarder", tryHarder: true),
+            zxing("zxing-cpp 1.4", retries: false),
+            zxing("scangate zxing", retries: true),
         ]
     }
 }

@@ -21,8 +21,9 @@ public final class ImageDecoder {
     public init(settings: DecoderSettings) throws(UsageError) {
         self.settings = settings
         zbar = try ZbarDecoder(settings: settings)
-        zxing = ZXingDecoder(settings: settings)
-        zxingGlobal = ZXingDecoder(settings: settings, binarizer: .globalHistogram)
+        zxing = ZXingDecoder(settings: settings, thorough: true, invertRetry: false, globalRetry: false)
+        zxingGlobal = ZXingDecoder(settings: settings, thorough: true, binarizer: .globalHistogram, invertRetry: false,
+                                   globalRetry: false)
         var qrOnly = settings
         qrOnly.symbologies = settings.symbologies.intersection([.qr])
         zbarQR = qrOnly.symbologies.isEmpty ? nil : try ZbarDecoder(settings: qrOnly)
@@ -77,6 +78,7 @@ public final class ImageDecoder {
         return found.map {
             var s = $0
             s.bounds = image.mapBack(s.bounds)
+            s.corners = s.bounds.corners
             return s
         }
     }

@@ -2,6 +2,7 @@
 import Core
 import Decoding
 import Images
+import Settings
 import Simulator
 import XCTest
 
@@ -45,6 +46,34 @@ final class MakeCodeTests: XCTestCase {
         }
     }
 
+    /// The formats zxing-cpp's writer and libqrencode's Micro QR draw, read back by the live zxing decoder;
+    /// binary payloads byte-exact.
+    func testNewFormatsRoundTripThroughTheLiveDecoder() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        var settings = DecoderSettings()
+        settings.symbologies = Set(Symbology.allCases)
+        let zxing = ZXingDecoder(settings: settings)
+        func decoded(_ path: String) throws -> [DecodedSymbol] {
+            let image = try ImageFile.read(path: path)
+            return zxing.decode(width: image.width, height: image.height, luma: image.pixels)
+        }
+        let binary: [UInt8] = [0x00, 0xFF, 0x0D, 0x0A, 0x80, 0xC3, 0x28, 0x41]
+        try FileBytes.write(binary, to: dir + "/payload.bin")
+        for name in ["DataMatrix", "Aztec", "PDF417"] {
+            XCTAssertEqual(MakeCodeCommand.run(["--data-file", dir + "/payload.bin", "--symbology", name, "--scale", "4",
+                                                "--out", "\(dir)/\(name).png"]), 0)
+            XCTAssertEqual(try decoded("\(dir)/\(name).png").map(\.data), [binary], name)
+            XCTAssertEqual(try decoded("\(dir)/\(name).png").map(\.symbology.zxingName), [name])
+        }
+        for (name, payload, expected) in [("MicroQRCode", "M-42", "M-42"), ("Code93", "CODE 93", "CODE 93"),
+                                          ("ITF", "00123456", "00123456"), ("Codabar", "40156", "40156")] {
+            XCTAssertEqual(MakeCodeCommand.run([payload, "--symbology", name, "--scale", "3", "--out", "\(dir)/\(name).png"]), 0)
+            let found = try decoded("\(dir)/\(name).png")
+            XCTAssertEqual(found.map { String(decoding: $0.data, as: UTF8.self) }, [expected], name)
+            XCTAssertEqual(found.map(\.symbology.zxingName), [name])
+        }
+    }
+
     func testBadInputExitsTwo() throws {
         let dir = try TestFiles.temporaryDirectory()
         let cases: [[String]] = [
@@ -53,7 +82,10 @@ final class MakeCodeTests: XCTestCase {
             ["A", "--ecc", "X"],
             ["A", "--ecc"],
             ["A", "--scale", "0"],
-            ["A", "--symbology", "pdf417"],
+            ["A", "--symbology", "databar"],
+            ["12345", "--symbology", "ITF"],
+            [String(repeating: "x", count: 40), "--symbology", "MicroQRCode"],
+            ["A", "--symbology", "MicroQRCode", "--ecc", "H"],
             ["A", "--out", dir + "/a.gif"],
             ["A", "--bogus"],
             ["123", "--symbology", "ean13"],

@@ -21,7 +21,7 @@ final class EndToEndScenarioTests: XCTestCase {
         ds.symbologies = symbologies
         if !gate { ds.idleRescanFrames = 0 }
         let sink = RecordingSink()
-        let pipeline = Pipeline(source: source, decoder: try ZbarDecoder.makeForStream(settings: ds),
+        let pipeline = Pipeline(source: source, decoder: try StreamDecoder.make(settings: ds),
                                 debouncer: Debouncer(settings: debounce), dispatcher: ReadDispatcher(reports: [sink]), logger: Logger(level: .error))
         XCTAssertEqual(pipeline.run(), .finished)
         XCTAssertEqual(pipeline.droppedFrames, 0)

@@ -29,6 +29,28 @@ final class OutputTests: XCTestCase {
         XCTAssertEqual(o["latency_ms"] as? Double, 3.25)
         XCTAssertEqual(o["bounds"] as? [String: Int], ["x": 10, "y": 20, "w": 30, "h": 40])
         XCTAssertNil(o["data_base64"])
+        // Added for zxing-cpp: its name of the symbology, the four corners (a box's for zbar), GS1.
+        XCTAssertEqual(o["format"] as? String, "QRCode")
+        XCTAssertEqual(o["corners"] as? [[Int]], [[10, 20], [39, 20], [39, 59], [10, 59]])
+        XCTAssertEqual(o["gs1"] as? Bool, false)
+        XCTAssertNil(o["eci"])
+        XCTAssertNil(o["charset"])
+    }
+
+    func testJSONLineShowsCornersECIAndGS1() throws {
+        let corners = [Point(x: 100, y: 50), Point(x: 160, y: 58), Point(x: 152, y: 118), Point(x: 92, y: 110)]
+        let symbol = DecodedSymbol(symbology: .datamatrix, data: Array("0109501101530003".utf8), corners: corners,
+                                   content: SymbolContent(gs1: true, eci: 26))
+        let e = ReadEvent(seq: 1, wallTimeNanoseconds: 0, symbol: symbol, frame: 3, dequeuedAt: MonotonicInstant(nanoseconds: 0),
+                          emittedAt: MonotonicInstant(nanoseconds: 0))
+        let o = try parse(EventLine.json(e))
+        XCTAssertEqual(o["symbology"] as? String, "DataMatrix")
+        XCTAssertEqual(o["format"] as? String, "DataMatrix")
+        XCTAssertEqual(o["corners"] as? [[Int]], [[100, 50], [160, 58], [152, 118], [92, 110]])
+        XCTAssertEqual(o["bounds"] as? [String: Int], ["x": 92, "y": 50, "w": 69, "h": 69])
+        XCTAssertEqual(o["gs1"] as? Bool, true)
+        XCTAssertEqual(o["eci"] as? Int, 26)
+        XCTAssertEqual(o["charset"] as? String, "UTF-8")
     }
 
     func testHostileTextStaysOneParseableLine() throws {

@@ -1,0 +1,156 @@
+import CZXingShim
+import Core
+@testable import Decoding
+import Images
+import Platform
+import Settings
+import Simulator
+import XCTest
+
+/// The live zxing-cpp decoder through the decoder seam, on codes zint drew (an independent encoder):
+/// every format, bytes exact, the corners, ECI and GS1, and the inverted retry.
+final class ZXingDecoderTests: XCTestCase {
+    func decoder(_ symbologies: Set<Symbology> = Set(Symbology.allCases), invertRetry: Bool = true) -> ZXingDecoder {
+        var settings = DecoderSettings()
+        settings.symbologies = symbologies
+        settings.invertRetry = invertRetry
+        return ZXingDecoder(settings: settings)
+    }
+
+    func decode(_ image: LumaImage, with decoder: Decoder) -> [DecodedSymbol] {
+        decoder.decode(Frame(width: image.width, height: image.height, sequence: 0,
+                             captureTime: MonotonicInstant(nanoseconds: 0), luma: image.pixels))
+    }
+
+    func testEveryFormatIsReadThroughTheSeam() throws {
+        let cases: [(Symbology, String, String)] = [
+            (.qr, "QR via zint", "QR via zint"),
+            (.microqr, "MICRO12345", "MICRO12345"),
+            (.datamatrix, "DataMatrix ticket 7", "DataMatrix ticket 7"),
+            (.aztec, "Aztec boarding pass", "Aztec boarding pass"),
+            (.pdf417, "PDF417 licence", "PDF417 licence"),
+            (.ean13, "400638133393", "4006381333931"),
+            (.ean8, "9638507", "96385074"),
+            (.upca, "03600029145", "036000291452"),
+            (.upce, "0425261", "04252614"),
+            (.code128, "C128-abc", "C128-abc"),
+            (.code39, "CODE39", "CODE39"),
+            (.code93, "CODE93", "CODE93"),
+            (.i25, "12345670", "12345670"),
+            (.codabar, "A40156B", "40156"),
+        ]
+        let all = decoder()
+        for (symbology, input, expected) in cases {
+            let image = ZintCodes.frame(try ZintCodes.render(symbology, input, scale: symbology.is2D ? 2 : 1))
+            let found = decode(image, with: all)
+            XCTAssertEqual(found.map(\.symbology), [symbology], "\(symbology)")
+            XCTAssertEqual(found.map { String(decoding: $0.data, as: UTF8.self) }, [expected], "\(symbology)")
+        }
+    }
+
+    func testBinaryPayloadsAreByteExact() throws {
+        let bytes: [UInt8] = [0x00, 0xFF, 0x41, 0x80, 0x0A, 0xE9, 0x1B, 0xC3, 0x28]
+        let escaped = bytes.map { String(format: "\\x%02X", $0) }.joined()
+        for symbology in [Symbology.datamatrix, .aztec, .pdf417, .qr] {
+            let image = ZintCodes.frame(try ZintCodes.render(symbology, escaped, options: ["--binary", "--esc"]))
+            XCTAssertEqual(decode(image, with: decoder()).map(\.data), [bytes], "\(symbology)")
+        }
+    }
+
+    func testCornersAreTheCodesOwn() throws {
+        let code = try ZintCodes.render(.datamatrix, "CORNERS")
+        let (x, y) = ZintCodes.centre(code)
+        let image = ZintCodes.frame(code)
+        let symbol = try XCTUnwrap(decode(image, with: decoder([.datamatrix])).first)
+        XCTAssertEqual(symbol.corners.count, 4)
+        // zint draws DataMatrix without a quiet zone: the corners are the drawn box's, within a module.
+        let expected = [Point(x: x, y: y), Point(x: x + code.width, y: y), Point(x: x + code.width, y: y + code.height),
+                        Point(x: x, y: y + code.height)]
+        for (p, e) in zip(symbol.corners, expected) {
+            XCTAssertLessThanOrEqual(abs(p.x - e.x) + abs(p.y - e.y), 8, "\(symbol.corners) vs \(expected)")
+        }
+        XCTAssertEqual(symbol.bounds, Rect(enclosing: symbol.corners))
+        XCTAssertGreaterThan(symbol.bounds.w, code.width / 2)
+    }
+
+    func testECIAndGS1AreReported() throws {
+        let utf8 = ZintCodes.frame(try ZintCodes.render(.qr, "Grüße €", options: ["--eci=26"]))
+        let q = try XCTUnwrap(decode(utf8, with: decoder([.qr])).first)
+        XCTAssertEqual(q.data, Array("Grüße €".utf8))
+        XCTAssertEqual(q.content, SymbolContent(gs1: false, eci: 26))
+        XCTAssertEqual(q.content.charset, "UTF-8")
+
+        let cyrillic = ZintCodes.frame(try ZintCodes.render(.datamatrix, "Привет", options: ["--eci=7"]))
+        let d = try XCTUnwrap(decode(cyrillic, with: decoder([.datamatrix])).first)
+        XCTAssertEqual(d.data, [0xBF, 0xE0, 0xD8, 0xD2, 0xD5, 0xE2], "ISO-8859-5 bytes as encoded")
+        XCTAssertEqual(d.content.charset, "ISO-8859-5")
+
+        let gs1 = ZintCodes.frame(try ZintCodes.render(.datamatrix, "[01]09501101530003[17]140704[10]AB-123",
+                                                       options: ["--gs1"]))
+        let g = try XCTUnwrap(decode(gs1, with: decoder([.datamatrix])).first)
+        XCTAssertTrue(g.content.gs1)
+        XCTAssertNil(g.content.eci)
+        XCTAssertEqual(String(decoding: g.data, as: UTF8.self), "01095011015300031714070410AB-123")
+    }
+
+    func testInvertedCodesAreReadOnTheRetryOnly() throws {
+        let code = try ZintCodes.render(.qr, "dark mode")
+        let dark = ZintCodes.frame(code, inverted: true)
+        let retrying = decoder([.qr])
+        XCTAssertEqual(decode(dark, with: retrying).map(\.data), [Array("dark mode".utf8)])
+        XCTAssertTrue(retrying.lastFoundInverted)
+        XCTAssertTrue(decode(dark, with: decoder([.qr], invertRetry: false)).isEmpty)
+        // A code the first read finds is not looked for again.
+        XCTAssertEqual(decode(ZintCodes.frame(code), with: retrying).map(\.data), [Array("dark mode".utf8)])
+        XCTAssertFalse(retrying.lastFoundInverted)
+        XCTAssertEqual(retrying.failedReads, 0)
+    }
+
+    /// A QR code 32 grey levels from light to dark (a dim phone screen): the local binarizer takes it for
+    /// a flat area; the global-histogram read after it finds it.
+    func testLowContrastCodesAreReadOnTheGlobalRetry() throws {
+        // The simulator's contrast 0.15: modules 128 +- 16 on the scene's 160, with sensor noise.
+        let scenario = try ScenarioParser.parse(text: "frames 40\nnoise 3\ncode qr \"dim screen 0042\" frames 38 module 4 contrast 0.15 at 100,250\n",
+                                                name: "dim", defaults: .init(width: 640, height: 480, fps: 10))
+        let pixels = try ScenarioRenderer(scenario: scenario).render(frame: 38)
+        let frame = LumaImage(width: 640, height: 480, pixels: pixels)
+        var settings = DecoderSettings()
+        settings.invertRetry = false
+        XCTAssertEqual(decode(frame, with: ZXingDecoder(settings: settings)).map(\.data), [Array("dim screen 0042".utf8)])
+        XCTAssertTrue(decode(frame, with: ZXingDecoder(settings: settings, globalRetry: false)).isEmpty,
+                      "the local binarizer alone does not read it")
+    }
+
+    /// Hostile input at the C boundary: noise of odd sizes (1x1, one row, one column), a NULL image, and
+    /// writer payloads too long for the symbol: nothing crashes, every failure is a return code.
+    func testNoiseOddSizesAndRefusedPayloadsStayAtTheBoundary() throws {
+        var state: UInt32 = 0x9E3779B9
+        func next() -> UInt8 {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            return UInt8(truncatingIfNeeded: state)
+        }
+        let d = decoder()
+        for (w, h) in [(1, 1), (1, 480), (640, 1), (3, 2), (17, 31), (320, 240), (641, 479)] {
+            let luma = (0..<(w * h)).map { _ in next() }
+            XCTAssertTrue(d.decode(width: w, height: h, luma: luma).isEmpty, "\(w)x\(h)")
+        }
+        XCTAssertEqual(d.failedReads, 0)
+        var out: UnsafeMutablePointer<zxshim_symbol>?
+        XCTAssertEqual(zxshim_read(nil, 10, 10, 1 << 13, 0, &out), -1)
+        XCTAssertNil(out)
+        XCTAssertEqual(zxshim_format("DataMatrix"), 1 << 7)
+        XCTAssertEqual(zxshim_format("no such format"), 0)
+        XCTAssertEqual(zxshim_format(nil), 0)
+        XCTAssertThrowsError(try ZXingWriter.encode(.datamatrix, payload: [UInt8](repeating: 0x41, count: 10_000))) { error in
+            XCTAssertTrue("\(error)".hasPrefix("zxing cannot encode this DataMatrix payload of 10000 bytes: "), "\(error)")
+        }
+        XCTAssertThrowsError(try ZXingWriter.encode(.qr, payload: [0x41]))
+        XCTAssertThrowsError(try ZXingWriter.encode(.aztec, payload: []))
+    }
+
+    func testFramesThatAreNotWidthTimesHeightFindNothing() {
+        let d = decoder()
+        XCTAssertTrue(d.decode(width: 10, height: 10, luma: [UInt8](repeating: 0, count: 99)).isEmpty)
+        XCTAssertTrue(d.decode(width: 0, height: 10, luma: []).isEmpty)
+    }
+}
