@@ -23,7 +23,7 @@ public enum ZXingWriter {
         defer { zxshim_free_modules(&modules) }
         guard status == 0 else {
             let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw SymbolError("zxing cannot encode this \(symbology.zxingName) payload of \(payload.count) bytes: \(reason)")
+            throw SymbolError("zxing cannot encode this \(symbology.zxingName) payload of \(payload.count) bytes: \(Logger.escape(reason))")
         }
         let width = Int(modules.width), height = Int(modules.height)
         guard width > 0, height > 0, let dark = modules.dark else {

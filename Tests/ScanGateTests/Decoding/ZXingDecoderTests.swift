@@ -148,6 +148,26 @@ final class ZXingDecoderTests: XCTestCase {
         XCTAssertThrowsError(try ZXingWriter.encode(.aztec, payload: []))
     }
 
+    /// zxing-cpp 1.4's Aztec detector indexes past this 9x8 image and throws (found by the zxing fuzz
+    /// target): the read is made again without Aztec, so the frame is read, not failed; a codabar payload
+    /// zxing's writer refuses is named on one line, its characters escaped.
+    func testAnImageZXingsAztecDetectorThrowsOnIsStillRead() throws {
+        let pattern: [UInt8] = [0x00, 0x00, 0x00, 0x06, 0xe4, 0x00, 0x01, 0x00, 0x00, 0x00, 0xff, 0xe7, 0xe7, 0xe7, 0xe7]
+        let luma = (0..<(9 * 8)).map { pattern[$0 % pattern.count] }
+        let inverted = luma.map { 255 - $0 }
+        var out: UnsafeMutablePointer<zxshim_symbol>?
+        XCTAssertEqual(inverted.withUnsafeBufferPointer { zxshim_read($0.baseAddress, 9, 8, 1 << 0, 0, &out) }, -1,
+                       "Aztec alone throws on it in zxing-cpp 1.4: nothing else to read")
+        for (image, invert) in [(luma, true), (inverted, false), (inverted, true)] {
+            let d = decoder(invertRetry: invert)
+            XCTAssertTrue(d.decode(width: 9, height: 8, luma: image).isEmpty)
+            XCTAssertEqual(d.failedReads, 0, "invert-retry \(invert)")
+        }
+        XCTAssertThrowsError(try ZXingWriter.encode(.codabar, payload: Array("\n\u{1}".utf8))) { error in
+            XCTAssertFalse("\(error)".contains("\n"), "\(error)")
+        }
+    }
+
     func testFramesThatAreNotWidthTimesHeightFindNothing() {
         let d = decoder()
         XCTAssertTrue(d.decode(width: 10, height: 10, luma: [UInt8](repeating: 0, count: 99)).isEmpty)
