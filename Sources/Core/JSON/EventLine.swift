@@ -9,6 +9,9 @@ public enum EventLine {
     /// top-right, bottom-right, bottom-left as the code reads; zbar's are its box's); `gs1` whether the
     /// payload is GS1 element strings; a code with an ECI adds `"eci":26` and, when the ECI names one,
     /// `"charset":"UTF-8"` (`data` stays the payload's bytes as encoded).
+    /// A PDF417 laid out as a North American driver licence or ID card (AAMVA) adds
+    /// `"aamva":{"issuer":"636014","version":10,"type":"DL","number":"D1234567","expiry":"2030-08-31",
+    /// "jurisdiction":"CA","country":"USA"}` (the fields it has; never the name, birth date or address).
     /// A code a policy rejected adds `"rejected":"reason"`; door outputs that refused it add
     /// `"refused":{"output":"reason",...}`; a verified pass adds `"credential":{number, kid, jti, exp}`.
     public static func json(_ event: ReadEvent) -> String {
@@ -35,6 +38,9 @@ public enum EventLine {
             fields.append(("eci", String(eci)))
             if let charset = event.symbol.content.charset { fields.append(("charset", JSONText.string(charset))) }
         }
+        if event.symbol.symbology == .pdf417, let licence = AAMVALicence.parse(event.symbol.data) {
+            fields.append(("aamva", aamva(licence)))
+        }
         if case .rejected(let reason) = event.verdict { fields.append(("rejected", JSONText.string(reason))) }
         if let c = event.credential { fields.append(("credential", credential(c))) }
         let refusals = event.refusals
@@ -54,6 +60,20 @@ public enum EventLine {
         ]
         if let jti = c.tokenID { fields.append(("jti", JSONText.string(jti))) }
         fields.append(("exp", String(c.expiresAt)))
+        return JSONText.object(fields)
+    }
+
+    /// The JSON object of an AAMVA card's fields (those it has).
+    public static func aamva(_ l: AAMVALicence) -> String {
+        var fields: [(String, String)] = [
+            ("issuer", JSONText.string(l.issuer)),
+            ("version", String(l.version)),
+            ("type", JSONText.string(l.documentType)),
+        ]
+        if let v = l.documentNumber { fields.append(("number", JSONText.string(v))) }
+        if let v = l.expiry { fields.append(("expiry", JSONText.string(v))) }
+        if let v = l.jurisdiction { fields.append(("jurisdiction", JSONText.string(v))) }
+        if let v = l.country { fields.append(("country", JSONText.string(v))) }
         return JSONText.object(fields)
     }
 

@@ -33,6 +33,7 @@ enum FuzzTargets {
                    run: DecodingFuzz.zxing),
         FuzzTarget(name: "zxingwriter", summary: "ZXingWriter (make-code and the simulator: DataMatrix, Aztec, PDF417, 1D)",
                    run: DecodingFuzz.zxingWriter),
+        FuzzTarget(name: "aamva", summary: "AAMVALicence.parse (driver licences in PDF417) and its JSON object", run: AAMVAFuzz.run),
         FuzzTarget(name: "wiegand", summary: "WiegandEncoder: wiegand-map, facility, over-range and formats", run: WiegandFuzz.run),
         FuzzTarget(name: "osdp", summary: "OSDP reader: frame reader, secure channel, PD state machine", run: OSDPFuzz.run,
                    mustReach: OSDPFuzz.steps, reach: OSDPFuzz.reach),

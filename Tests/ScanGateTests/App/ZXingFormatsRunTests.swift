@@ -112,4 +112,35 @@ final class ZXingFormatsRunTests: XCTestCase {
         let corners = try XCTUnwrap(seen[0].corners)
         XCTAssertTrue(corners.allSatisfy { (200...440).contains($0[0]) && (120...360).contains($0[1]) }, "\(corners)")
     }
+
+    /// A driver licence's PDF417 as zint draws it (an independent encoder), read through `scangate run`:
+    /// the JSON line shows the AAMVA fields a kiosk checks, and the payload byte-exact.
+    func testADriversLicencePDF417ShowsItsNumberAndExpiry() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let frames = dir + "/frames"
+        XCTAssertEqual(mkdir(frames, 0o755), 0)
+        let payload = AAMVATests.card(version: 10, issuer: "636014",
+                                      subfiles: [("DL", ["DAQD1234567", "DCSSAMPLE", "DACALEX", "DBB01151990", "DBA08312030",
+                                                         "DAJCA", "DCGUSA", "DCF00/00/0000NNNAN/ANFD/YY"]),
+                                                 ("ZC", ["ZCAY"])])
+        let escaped = payload.map { $0 < 0x20 || $0 == 0x5C || $0 >= 0x7F ? String(format: "\\x%02X", $0) : String(UnicodeScalar($0)) }.joined()
+        let empty = LumaImage(width: 640, height: 480, fill: 200)
+        let code = ZintCodes.frame(try ZintCodes.render(.pdf417, escaped, options: ["--binary", "--esc"]))
+        for (i, image) in [empty, code, code, code, empty].enumerated() {
+            try ImageFile.write(image, to: String(format: "%@/%03d.pgm", frames, i), format: .pgm)
+        }
+        let seen = try run("replay:" + frames, ["--fps", "10"])
+        XCTAssertEqual(seen.map(\.format), ["PDF417"])
+        guard let line = seen.first else { return }
+        XCTAssertEqual(line.payload, payload, "byte-exact")
+        let fields = try XCTUnwrap(line.object["aamva"] as? [String: Any], "\(line.object)")
+        XCTAssertEqual(fields["issuer"] as? String, "636014")
+        XCTAssertEqual(fields["version"] as? Int, 10)
+        XCTAssertEqual(fields["type"] as? String, "DL")
+        XCTAssertEqual(fields["number"] as? String, "D1234567")
+        XCTAssertEqual(fields["expiry"] as? String, "2030-08-31")
+        XCTAssertEqual(fields["jurisdiction"] as? String, "CA")
+        XCTAssertEqual(fields["country"] as? String, "USA")
+        XCTAssertNil(fields["name"] ?? fields["DCS"] ?? fields["DBB"], "no name or birth date")
+    }
 }
