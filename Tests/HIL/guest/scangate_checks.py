@@ -492,6 +492,81 @@ def camera_rgb3(rig):
     return camera_codes_in_order(rig, "RGB3")
 
 
+# A driver licence's PDF417 (AAMVA annex D layout: header, one designator, the DL subfile).
+AAMVA_ELEMENTS = ["DAQD1234567", "DCSSAMPLE", "DBA08312030", "DAJCA", "DCGUSA"]
+
+
+def aamva_payload():
+    body = ("DL" + "\n".join(AAMVA_ELEMENTS) + "\r").encode()
+    header = b"@\n\x1e\rANSI 636014100001"
+    return header + b"DL%04d%04d" % (len(header) + 10, len(body)) + body
+
+
+def symbol_frame(rig, name, payload, symbology, scale, invert=False):
+    """A 640x480 GREY frame with `payload` drawn by `scangate make-code --symbology` in the middle;
+    `invert`: light modules on a dark screen, as a phone in dark mode shows a code."""
+    data = f"/tmp/{name}.bin"
+    with open(data, "wb") as f:
+        f.write(payload)
+    path = f"/tmp/{name}.pgm"
+    run(rig.scangate, "make-code", "--data-file", data, "--symbology", symbology, "--scale", str(scale), "--out", path)
+    w, h, pixels = read_pgm(path)
+    if invert:
+        return canvas(Vivid.width, Vivid.height, (w, h, bytes(255 - p for p in pixels)), background=0)
+    return canvas(Vivid.width, Vivid.height, (w, h, pixels))
+
+
+@check("camera-inverted-qr-datamatrix-aztec-pdf417")
+def camera_new_formats(rig):
+    """What phones and tickets show, streamed into vivid (GREY 640x480) and read by the default decoder
+    with `--symbologies all`: a dark-mode QR (light on dark), a DataMatrix, an Aztec and a driver
+    licence's PDF417, 90 frames each with 60 blank frames between: each reported once, in order, with
+    zxing's format name and its payload byte-exact; the licence with its AAMVA number and expiry."""
+    Vivid.configure("GREY")
+    codes = [("inverted-qr", b"HIL-DARK-MODE", "QRCode", 5, True),
+             ("datamatrix", b"HIL-DM-0042", "DataMatrix", 6, False),
+             ("aztec", b"HIL-AZTEC-17C", "Aztec", 6, False),
+             ("pdf417", aamva_payload(), "PDF417", 2, False)]
+    warmup, blank = code_frame(rig, "HIL-WARMUP", "GREY"), blank_frame("GREY")
+    frames = [symbol_frame(rig, name, payload, symbology, scale, invert) for name, payload, symbology, scale, invert in codes]
+    live, done = threading.Event(), threading.Event()
+
+    def schedule():
+        while not live.is_set():
+            yield warmup
+        for _ in range(60):
+            yield blank
+        for frame in frames:
+            for _ in range(90):
+                yield frame
+            for _ in range(60):
+                yield blank
+        done.set()
+        while True:
+            yield blank
+
+    stream = OutputStream(rig, schedule())
+    stream.wait_streaming()
+    daemon = Daemon(rig, ["--camera", Vivid.capture, "--pixel-format", "GREY", "--width", "640", "--height", "480",
+                          "--symbologies", "all"])
+    daemon.wait_for_payload("HIL-WARMUP", 60)
+    live.set()
+    wait_until(lambda: done.is_set(), 90, "the frame schedule to be streamed")
+    daemon.wait_for_events(1 + len(codes), 20)
+    status = daemon.terminate()
+    stream.stop()
+    require(status == 0, f"scangate exited {status} on SIGTERM")
+    events = daemon.events()[1:]
+    got = [(e.get("format"), (e.get("data") or "").encode()) for e in events]
+    want = [(symbology, payload) for _, payload, symbology, _, _ in codes]
+    require(got == want, f"stdout reported {got}, expected {want}")
+    licence = events[-1].get("aamva") or {}
+    require(licence.get("number") == "D1234567" and licence.get("expiry") == "2030-08-31"
+            and licence.get("jurisdiction") == "CA", f"the licence's aamva fields are {licence}")
+    return (f"vivid GREY 640x480: {[g[0] for g in got]} each once, in order, byte-exact; the PDF417 licence: "
+            f"number {licence['number']}, expiry {licence['expiry']} (frames {[e.get('frame') for e in events]})")
+
+
 @check("camera-reload-keeps-streaming")
 def camera_reload_keeps_streaming(rig):
     """`systemctl reload` on a real camera: SIGHUP to `scangate run --config FILE` reading vivid, with the
