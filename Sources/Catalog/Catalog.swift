@@ -54,7 +54,7 @@ extension Catalog {
         var policies: [any ReadPolicy] = []
         if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
         if settings.credential.format != .off {
-            policies.append(try CredentialPolicy.make(settings: settings.credential, logger: logger))
+            policies.append(try CredentialPolicy.make(settings: settings.credential, policy: settings.policy, logger: logger))
         }
         return policies
     }
@@ -72,6 +72,7 @@ extension Catalog {
         try settings.decoder.validate()
         if settings.filter.isActive { _ = try PayloadFilter(settings: settings.filter) }
         try settings.credential.validate()
+        try settings.policy.validate()
         for c in components {
             if case .output(let factory) = c.role { try factory.validate(settings) }
         }

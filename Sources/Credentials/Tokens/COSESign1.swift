@@ -30,6 +30,8 @@ public enum COSESign1 {
         public static let nbf: Int64 = 5
         public static let iat: Int64 = 6
         public static let cti: Int64 = 7
+        /// status (draft-ietf-oauth-status-list, Referenced Token in CWT format).
+        public static let status: Int64 = 65535
 
         static let names: [Int64: String] = [1: "iss", 2: "sub", 3: "aud", 4: "exp", 5: "nbf", 6: "iat", 7: "cti"]
 
@@ -162,6 +164,9 @@ public enum COSESign1 {
             claims.tokenID = raw
             claims.tokenIDText = Hex.string(raw, lowercase: true)
         }
+        if let status = map[Claim.status] {
+            claims.status = try statusReference(status)
+        }
         if let value = map[Claim.key(for: numberClaim)] {
             if let t = value.textValue {
                 claims.number = t
@@ -172,6 +177,21 @@ public enum COSESign1 {
             }
         }
         return claims
+    }
+
+    /// The status claim (65535): a map whose text key `status_list`, when present, maps `idx` (an
+    /// unsigned integer) and `uri` (text). Other status mechanisms are left alone (nil).
+    static func statusReference(_ status: CBORValue) throws(Refusal) -> StatusReference? {
+        guard let map = status.mapValue else { throw Refusal(.malformed, "status (65535) must be a map") }
+        guard let list = map["status_list"] else { return nil }
+        guard let entry = list.mapValue else { throw Refusal(.malformed, "status (65535) status_list must be a map") }
+        guard case .unsigned(let idx)? = entry["idx"], idx <= UInt64(StatusReference.maxIndex) else {
+            throw Refusal(.malformed, "status_list idx must be an unsigned integer up to \(StatusReference.maxIndex)")
+        }
+        guard let uri = entry["uri"]?.textValue, !uri.isEmpty, uri.utf8.count <= StatusReference.maxURIBytes else {
+            throw Refusal(.malformed, "status_list uri must be a text string of 1 to \(StatusReference.maxURIBytes) bytes")
+        }
+        return StatusReference(index: Int(idx), uri: uri)
     }
 
     private static func text(_ map: CBORMap, _ label: Int64, _ name: String) throws(Refusal) -> String? {

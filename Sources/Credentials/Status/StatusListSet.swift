@@ -1,0 +1,136 @@
+import Core
+import Platform
+import Settings
+
+/// The status lists in force (credential-status-list): one per uri, each verified with credential-keys and
+/// not older than the newest `iat` this kiosk has accepted for its uri (PolicyState). A value, built at start.
+///
+/// A list file that fails (bad signature, bad claims, a zip bomb, an older iat) is not used and is logged;
+/// the passes that name its uri then meet `policy-stale`. A path that is neither a readable file nor a
+/// folder is a configuration error (exit 2).
+public struct StatusListSet: Sendable {
+    /// The lists in force, uris compared byte for byte.
+    public let lists: [StatusListToken]
+    /// One line per list file refused: the file and why (never the token).
+    public let refused: [String]
+    /// The uris of refused files, so a pass naming one is told why its list is missing.
+    public let refusedURIs: [String]
+    /// The rollback guard after loading (the newest iat per uri).
+    public let state: PolicyState
+
+    public func list(uri: String) -> StatusListToken? { lists.first { $0.uri.bytesEqual(uri) } }
+
+    /// Most list files read from a folder.
+    public static let maxFiles = DirectoryLimit(entries: 1000, kind: "status list folders")
+
+    /// Reads `path` (a file, or every regular file in a folder, in name order), verifies each, refuses any
+    /// whose iat is older than the state holds for its uri, and records newer iats in the state file
+    /// before returning (so a restart never accepts a list older than one used before it).
+    public static func load(path: String, keys: CredentialKeySet, algorithms: [SignatureAlgorithm],
+                            statePath: String) throws(UsageError) -> StatusListSet {
+        let held: PolicyState
+        do throws(StatusListError) {
+            held = try PolicyState.load(path: statePath)
+        } catch {
+            throw UsageError(error.message)
+        }
+        var files: [String]
+        if KeyFileReader.isDirectory(path) {
+            do throws(BoundedFileError) {
+                files = try BoundedDirectory.names(path, limit: maxFiles).sorted().filter { !$0.hasPrefix(".") }.map { path + "/" + $0 }
+            } catch {
+                throw UsageError("credential-status-list \(path): \(error.reasonText)")
+            }
+        } else {
+            files = [path]
+        }
+        var candidates: [(file: String, token: StatusListToken)] = []
+        var refused: [String] = []
+        var refusedURIs: [String] = []
+        for file in files {
+            let bytes: [UInt8]
+            do throws(BoundedFileError) {
+                let opened = try BoundedFile.open(file, limit: FileSizeLimit(bytes: StatusListToken.maxTokenBytes, kind: "status list files"))
+                defer { opened.close() }
+                bytes = try opened.readAll()
+            } catch {
+                // The one file named: a configuration error. In a folder: that file is skipped and said.
+                if files.count == 1 && file == path { throw UsageError("credential-status-list \(error.path): \(error.reasonText)") }
+                refused.append("\(file): \(error.reasonText)")
+                continue
+            }
+            do throws(StatusListError) {
+                candidates.append((file, try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms)))
+            } catch {
+                refused.append("\(file) (\(TokenFingerprint.describe(bytes))): \(error.message)")
+            }
+        }
+        var state = held
+        var lists: [StatusListToken] = []
+        for (file, token) in candidates {
+            if let newest = held.issuedAt(uri: token.uri), token.issuedAt < newest {
+                refused.append("\(file) (\(token.fingerprint)): rolled back: iat \(CredentialVerifier.time(Double(token.issuedAt))) is older than "
+                               + "\(CredentialVerifier.time(Double(newest))), the newest this kiosk accepted for \(JSONText.asciiString(token.uri)) (policy-state-file \(statePath))")
+                refusedURIs.append(token.uri)
+                continue
+            }
+            if let i = lists.firstIndex(where: { $0.uri.bytesEqual(token.uri) }) {
+                // Two files for one uri: the newer iat is in force; on a tie the first file (by name).
+                if token.issuedAt > lists[i].issuedAt {
+                    refused.append("superseded: \(lists[i].fingerprint) for \(JSONText.asciiString(token.uri)) by \(file), whose iat is newer")
+                    lists[i] = token
+                } else {
+                    refused.append("\(file) (\(token.fingerprint)): superseded: another file holds \(JSONText.asciiString(token.uri)) with an iat as new or newer")
+                }
+                continue
+            }
+            lists.append(token)
+        }
+        for token in lists { state.record(uri: token.uri, issuedAt: token.issuedAt) }
+        if state != held {
+            do throws(StatusListError) {
+                try state.save(path: statePath)
+            } catch {
+                throw UsageError(error.message + " (the rollback guard must be recorded before a list is used)")
+            }
+        }
+        refusedURIs.removeAll { uri in lists.contains { $0.uri.bytesEqual(uri) } }
+        return StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state)
+    }
+
+    /// The status of a verified pass that names `reference`, at `now`: nil when it may be accepted (with a
+    /// note for the log in `note`), or the refusal.
+    public func check(_ reference: StatusReference, now: Int64, stale: PolicyStale) -> Result<String?, Refusal> {
+        let uri = JSONText.asciiString(reference.uri)
+        guard let token = list(uri: reference.uri) else {
+            let why = refusedURIs.contains { $0.bytesEqual(reference.uri) } ? "its list was refused at start (see the log)" : "no list for it is held"
+            if stale == .allow {
+                return .success("status list \(uri) not held (\(why)); accepted by policy-stale = allow")
+            }
+            return .failure(Refusal(.policyStale, "status list \(uri): \(why) (policy-stale = \(stale.rawValue))"))
+        }
+        var note: String?
+        if now >= token.expiresAt {
+            let age = "status list \(uri) expired at \(CredentialVerifier.time(Double(token.expiresAt))), \(now - token.expiresAt) s ago"
+            guard stale != .deny else {
+                return .failure(Refusal(.policyStale, age + " (policy-stale = deny)"))
+            }
+            note = age + "; it still decides (policy-stale = \(stale.rawValue))"
+        }
+        guard let status = token.list.status(at: reference.index) else {
+            return .failure(Refusal(.revoked, "idx \(reference.index) is beyond status list \(uri) (\(token.list.count) entries): its status cannot be read"))
+        }
+        guard status == 0 else {
+            return .failure(Refusal(.revoked, "status list \(uri) idx \(reference.index) is \(StatusList.describe(status)) (list iat \(CredentialVerifier.time(Double(token.issuedAt))))"))
+        }
+        return .success(note)
+    }
+
+    /// "2 status lists (https://a/1: 1000 entries of 1 bit, iat ..., exp ...; ...)": for the start log.
+    public var summary: String {
+        "\(lists.count) status list\(lists.count == 1 ? "" : "s")" + (lists.isEmpty ? "" : " (" + lists.map { t in
+            "\(JSONText.asciiString(t.uri)): \(t.list.count) entries of \(t.list.bits) bit\(t.list.bits == 1 ? "" : "s"), kid \(Logger.escape(t.keyID)), "
+                + "iat \(CredentialVerifier.time(Double(t.issuedAt))), exp \(CredentialVerifier.time(Double(t.expiresAt))), \(t.fingerprint)"
+        }.joined(separator: "; ") + ")")
+    }
+}
