@@ -3,6 +3,9 @@ import Core
 import Foundation
 import Platform
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Token Status Lists through `scangate run`, as a site runs it: the lists and the passes made by an issuer
 /// that is not ours (Python's zlib and PyJWT, Peers/statuslist_peer.py), shown to the daemon as QR codes in
@@ -79,6 +82,28 @@ final class CredentialStatusListRunTests: XCTestCase {
             XCTAssertFalse(out.log.contains(String(token.suffix(40))), "a token is in the log")
         }
         print("status list through run: \(out.verdicts.joined(separator: ", "))")
+    }
+
+    /// CWT passes from the `cwt` package, whose status claim (65535) names entries of the same list.
+    func testCWTPassesFromTheCWTPackageAreCheckedAgainstTheList() throws {
+        let siteJWKS = try writeList("list.jwt", ["--size", "16", "--set", "5=1"])
+        var keys: [JSONValue] = try JSONValue.parse(String(contentsOfFile: siteJWKS, encoding: .utf8))["keys"]?.arrayValue ?? []
+        var tokens: [String] = []
+        for (n, idx) in [5, 6].enumerated() {
+            let peerDir = dir + "/cwt\(n)"
+            try FileManager.default.createDirectory(atPath: peerDir, withIntermediateDirectories: true)
+            let made = try JSONValue.parse(try PythonPeers.run("cwt_peer.py", ["issue", peerDir, "--key-kid", "cwt-\(n)",
+                                                                               "--status-idx", String(idx), "--status-uri", uri]).stdout)
+            tokens.append(made["token"]?.stringValue ?? "")
+            keys += try JSONValue.parse(String(contentsOfFile: peerDir + "/peer-cwt.jwks", encoding: .utf8))["keys"]?.arrayValue ?? []
+        }
+        let jwks = dir + "/all.jwks"
+        try TestFiles.write("{\"keys\":[" + keys.map(\.text).joined(separator: ",") + "]}", to: jwks)
+        XCTAssertEqual(chmod(jwks, 0o644), 0)
+        let out = try run(args(try scenario(tokens), jwks: jwks, list: "list.jwt").map { $0 == "jwt" ? "any" : $0 })
+        XCTAssertEqual(out.verdicts, ["revoked", "accepted"], out.log)
+        XCTAssertEqual(out.events[1]["credential"]?["format"]?.stringValue, "cwt")
+        print("cwt package passes through run: \(out.verdicts.joined(separator: ", "))")
     }
 
     func testAStaleListIsHandledAsPolicyStaleSays() throws {
