@@ -28,6 +28,21 @@ public struct StatusListSet: Sendable {
     /// before returning (so a restart never accepts a list older than one used before it).
     public static func load(path: String, keys: CredentialKeySet, algorithms: [SignatureAlgorithm],
                             statePath: String) throws(UsageError) -> StatusListSet {
+        let loaded = try read(path: path, keys: keys, algorithms: algorithms, statePath: statePath)
+        if loaded.stateChanged {
+            do throws(StatusListError) {
+                try loaded.set.state.save(path: statePath)
+            } catch {
+                throw UsageError(error.message + " (the rollback guard must be recorded before a list is used)")
+            }
+        }
+        return loaded.set
+    }
+
+    /// What `load` does without writing the state file: for `Catalog.check` (check-config, doctor), which
+    /// must refuse what `run` refuses (a missing path, a state file that does not parse) and change nothing.
+    public static func read(path: String, keys: CredentialKeySet, algorithms: [SignatureAlgorithm],
+                            statePath: String) throws(UsageError) -> (set: StatusListSet, stateChanged: Bool) {
         let held: PolicyState
         do throws(StatusListError) {
             held = try PolicyState.load(path: statePath)
@@ -87,15 +102,8 @@ public struct StatusListSet: Sendable {
             lists.append(token)
         }
         for token in lists { state.record(uri: token.uri, issuedAt: token.issuedAt) }
-        if state != held {
-            do throws(StatusListError) {
-                try state.save(path: statePath)
-            } catch {
-                throw UsageError(error.message + " (the rollback guard must be recorded before a list is used)")
-            }
-        }
         refusedURIs.removeAll { uri in lists.contains { $0.uri.bytesEqual(uri) } }
-        return StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state)
+        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state), state != held)
     }
 
     /// The status of a verified pass that names `reference`, at `now`: nil when it may be accepted (with a

@@ -155,6 +155,17 @@ final class CredentialStatusListRunTests: XCTestCase {
         XCTAssertEqual(a.status, 2)
         XCTAssertEqual(a.stderr.split(separator: "\n").count, 1, a.stderr)
         XCTAssertTrue(a.stderr.contains("credential-status-list \(dir)/absent.jwt: "), a.stderr)
+        // check-config refuses it alike (and records nothing in the state file).
+        try TestFiles.write("[credential]\ncredential-format = jwt\ncredential-keys = \(jwks)\ncredential-status-list = \(dir)/absent.jwt\n"
+                            + "[policy]\npolicy-state-file = \(dir)/policy-state\n", to: dir + "/scangate.conf")
+        let checked = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(checked.status, 2, checked.stderr)
+        XCTAssertTrue(checked.stderr.contains("credential-status-list \(dir)/absent.jwt: "), checked.stderr)
+        try TestFiles.write("[credential]\ncredential-format = jwt\ncredential-keys = \(jwks)\ncredential-status-list = \(dir)/list.jwt\n"
+                            + "[policy]\npolicy-state-file = \(dir)/policy-state\n", to: dir + "/scangate.conf")
+        let good = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(good.status, 0, good.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/policy-state"), "check-config wrote the rollback guard")
         let b = try ScangateProcess.run(args(scene, jwks: jwks, list: "list.jwt", extra: ["--policy-stale", "maybe"]))
         XCTAssertEqual(b.status, 2)
         XCTAssertEqual(b.stderr.split(separator: "\n").count, 1, b.stderr)
