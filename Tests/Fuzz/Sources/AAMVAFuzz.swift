@@ -1,5 +1,6 @@
 import Core
 import FoundationEssentials
+import Platform
 
 /// The AAMVA driver-licence parser (PDF417 payloads) and its JSON object.
 enum AAMVAFuzz {

@@ -215,6 +215,34 @@ final class CredentialStatusListTests: XCTestCase {
         XCTAssertEqual(r.reason, .policyStale)
     }
 
+    /// The status is checked before one-time use: a revoked pass is not consumed, and the log names the
+    /// reason with the pass's fingerprint only.
+    func testARevokedOneTimePassIsNotConsumed() throws {
+        let (key, credential) = try CredentialFixtures.keyPair(.ed25519, kid: "k")
+        var settings = CredentialFixtures.settings(.jwt)
+        settings.oneTime = true
+        settings.replayStore = dir + "/replay"
+        let store = try ReplayStore(path: settings.replayStore)
+        let now = CredentialFixtures.now
+        let log = LogCapture()
+        let policy = CredentialPolicy(settings: settings, keys: CredentialKeySet(keys: [credential], source: "test"), store: store,
+                                      statusLists: set([try token(uri: "https://s/1", exp: now + 600, statuses: [1: 1])]),
+                                      clock: ClockSync.fixed(true), logger: log.logger)
+        func pass(_ idx: Int) throws -> [UInt8] {
+            Array(try CredentialFixtures.jws(header: #"{"alg":"EdDSA","kid":"k"}"#,
+                                             claims: #"{"sub":"\#(idx)","exp":\#(now + 600),"jti":"j\#(idx)","status":{"status_list":{"idx":\#(idx),"uri":"https://s/1"}}}"#,
+                                             key: key).utf8)
+        }
+        let revoked = try pass(1)
+        guard case .failure(let refusal) = policy.evaluate(revoked) else { return XCTFail("a revoked pass was accepted") }
+        XCTAssertEqual(refusal.reason, .revoked)
+        XCTAssertEqual(store.entryCount, 0, "a revoked pass was consumed")
+        XCTAssertTrue(log.contains("credential refused: revoked (\(TokenFingerprint.describe(revoked))): status list \"https://s/1\" idx 1 is 1 INVALID"), log.text)
+        XCTAssertFalse(log.text.contains(String(decoding: revoked.suffix(40), as: UTF8.self)), "the token is in the log")
+        XCTAssertEqual(try policy.evaluate(try pass(2)).get().number, "2")
+        XCTAssertEqual(store.entryCount, 1)
+    }
+
     // MARK: the rollback guard
 
     func testAnOlderListIsRefusedAfterTheNewerOneWasUsedAcrossAReload() throws {
