@@ -63,7 +63,7 @@ extension Catalog {
     /// the clock, the replay store's directory). Listed here, next to `policies`, so that a new policy's
     /// doctor check is registered where the policy is.
     public static func policyDoctorRows(_ settings: RunSettings, context: DoctorContext) -> [DoctorRow] {
-        CredentialDoctor.rows(settings.credential)
+        CredentialDoctor.rows(settings.credential, policy: settings.policy)
     }
 
     /// Checks every configured component's combination of options, as `run` would at start, without

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Core
+import Components
 @testable import Credentials
 import Foundation
 import Platform
@@ -272,6 +273,35 @@ final class CredentialStatusListTests: XCTestCase {
         // The same iat again is the same list: accepted.
         _ = try makeList("lists/site.jwt", ["--uri", "https://site/1", "--size", "8", "--iat", "1800000200", "--exp", "4000000000"])
         XCTAssertEqual(try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath).lists.count, 1)
+    }
+
+    /// doctor's row: the lists as run would hold them, their age and expiry; a stale list fails under
+    /// policy-stale = deny and warns otherwise; a rolled-back list fails; nothing is recorded.
+    func testDoctorShowsTheListsTheirAgesAndWhatIsWrong() throws {
+        let now = CredentialFixtures.now
+        let made = try makeList("l.jwt", ["--uri", "https://s/1", "--size", "8", "--iat", String(now - 60), "--exp", String(now + 3600)])
+        var settings = CredentialFixtures.settings(.jwt)
+        settings.keys = made.jwks
+        settings.statusList = made.file
+        var policy = PolicySettings()
+        policy.stateFile = dir + "/policy-state"
+        func row(_ stale: PolicyStale = .deny) -> DoctorRow? {
+            policy.stale = stale
+            return CredentialDoctor.rows(settings, policy: policy, clock: ClockSync.fixed(true), now: now).last
+        }
+        XCTAssertEqual(row()?.check, "credential status lists")
+        XCTAssertEqual(row()?.result, .pass)
+        XCTAssertTrue(row()?.detail.contains("\"https://s/1\": 8 entries, issued 60 s ago, expires in 3600 s") ?? false, row()?.detail ?? "")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: policy.stateFile), "doctor recorded the rollback guard")
+        _ = try makeList("l.jwt", ["--uri", "https://s/1", "--size", "8", "--iat", String(now - 7200), "--exp", String(now - 60)])
+        XCTAssertEqual(row(.deny)?.result, .fail)
+        XCTAssertTrue(row(.deny)?.detail.contains("EXPIRED 60 s ago") ?? false, row(.deny)?.detail ?? "")
+        XCTAssertEqual(row(.allowKnown)?.result, .warn)
+        var state = PolicyState()
+        state.record(uri: "https://s/1", issuedAt: now)
+        try state.save(path: policy.stateFile)
+        XCTAssertEqual(row()?.result, .fail)
+        XCTAssertTrue(row()?.detail.contains("rolled back") ?? false, row()?.detail ?? "")
     }
 
     func testAStateFileChangedByHandStopsTheStartWithItsName() throws {
