@@ -21,8 +21,18 @@ public struct StatusListToken: Sendable {
 
     /// `statuslist+jwt`, or with the `application/` prefix RFC 7515 §4.1.9 allows; ASCII case-insensitive.
     public static func isStatusListType(_ text: String) -> Bool {
-        let lower = String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+        let lower = lowercased(text)
         return lower.bytesEqual(type) || lower.bytesEqual("application/" + type)
+    }
+
+    /// Any status list token's typ, JWT or CWT (`statuslist+cwt`): what a pass must never carry.
+    public static func isAnyStatusListType(_ text: String) -> Bool {
+        let lower = lowercased(text)
+        return isStatusListType(text) || lower.bytesEqual("statuslist+cwt") || lower.bytesEqual("application/statuslist+cwt")
+    }
+
+    private static func lowercased(_ text: String) -> String {
+        String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
     /// Verifies `token` (the file's bytes, surrounding whitespace dropped) with `keys`, then reads its claims.

@@ -107,6 +107,10 @@ enum JWS {
             claims.tokenID = Array(jti.utf8)
             claims.tokenIDText = jti
         }
+        // A status list token (its status_list claim) is never a pass, whatever its typ says.
+        if object["status_list"] != nil {
+            throw Refusal(.malformed, "the claims hold a status_list: a status list token is not a pass")
+        }
         if let status = object["status"] {
             claims.status = try statusReference(status)
         }

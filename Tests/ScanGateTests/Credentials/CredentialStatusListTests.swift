@@ -147,6 +147,23 @@ final class CredentialStatusListTests: XCTestCase {
         }
         XCTAssertEqual(refusal.reason, .malformed)
         XCTAssertTrue(refusal.detail.contains("status list token, not a pass"), refusal.detail)
+        // Signed by a trusted key but dressed as a pass: no typ with a status_list claim, or a CWT list.
+        let (key, credential) = try CredentialFixtures.keyPair(.ed25519, kid: "k")
+        let both = CredentialVerifier(settings: CredentialFixtures.settings(.any), keys: CredentialKeySet(keys: [credential], source: "test"))
+        let now = CredentialFixtures.now
+        let untyped = try CredentialFixtures.jws(header: #"{"alg":"EdDSA","kid":"k"}"#,
+                                                 claims: #"{"sub":"https://s/1","iat":\#(now),"exp":\#(now + 600),"status_list":{"bits":1,"lst":"eNrbuRgAAhcBXQ"}}"#, key: key)
+        let kid = CBORMap([(.int(4), .bytes(Array("k".utf8)))])!
+        let listClaims = CredentialFixtures.map([(2, .text("https://s/1")), (6, .int(now)), (4, .int(now + 600)),
+                                                 (65533, .map(CBORMap([(.text("bits"), .int(1)), (.text("lst"), .bytes([0x78, 0xDA, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]))])!))])
+        let cwtList = try CredentialFixtures.cwt(protected: CredentialFixtures.map([(1, .int(-8)), (16, .text("application/statuslist+cwt"))]),
+                                                 unprotected: kid, claims: CredentialFixtures.map([(2, .text("https://s/1")), (4, .int(now + 600))]), key: key)
+        let cwtUntyped = try CredentialFixtures.cwt(protected: CredentialFixtures.map([(1, .int(-8))]), unprotected: kid, claims: listClaims, key: key)
+        for (name, token) in [("JWT with status_list", untyped), ("CWT typ statuslist+cwt", cwtList), ("CWT with 65533", cwtUntyped)] {
+            guard case .failure(let r) = both.verify(Array(token.utf8), now: now) else { XCTFail("\(name) was accepted as a pass"); continue }
+            XCTAssertEqual(r.reason, .malformed, name)
+            XCTAssertTrue(r.detail.contains("not a pass"), "\(name): \(r.detail)")
+        }
     }
 
     // MARK: the status claim in passes
