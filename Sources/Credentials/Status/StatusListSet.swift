@@ -54,7 +54,7 @@ public struct StatusListSet: Sendable {
             do throws(BoundedFileError) {
                 files = try BoundedDirectory.names(path, limit: maxFiles).sorted().filter { !$0.hasPrefix(".") }.map { path + "/" + $0 }
             } catch {
-                throw UsageError("credential-status-list \(path): \(error.reasonText)")
+                throw UsageError("credential-status-list \(path): \(error.reasonText) (give a statuslist+jwt file or a directory of them)")
             }
         } else {
             files = [path]
@@ -70,7 +70,9 @@ public struct StatusListSet: Sendable {
                 bytes = try opened.readAll()
             } catch {
                 // The one file named: a configuration error. In a folder: that file is skipped and said.
-                if files.count == 1 && file == path { throw UsageError("credential-status-list \(error.path): \(error.reasonText)") }
+                if files.count == 1 && file == path {
+                    throw UsageError("credential-status-list \(error.path): \(error.reasonText) (give a statuslist+jwt file or a directory of them)")
+                }
                 refused.append("\(file): \(error.reasonText)")
                 continue
             }

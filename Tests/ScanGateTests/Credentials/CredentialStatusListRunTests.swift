@@ -147,6 +147,36 @@ final class CredentialStatusListRunTests: XCTestCase {
         print("rollback through run: \(first.verdicts[0]) with iat now-10, then \(second.verdicts[0]) after a restart with iat now-100")
     }
 
+    /// SIGHUP re-reads the lists with the configuration: a pass accepted on the first list is refused as
+    /// revoked after a newer list revokes it, and an older list put back is refused (rolled back) without
+    /// a restart. The pass stays in a looping scene; each step waits for the log line that says it happened.
+    func testSIGHUPReadsANewerListAndRefusesARolledBackOne() throws {
+        let now = self.now
+        let jwks = try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
+        let token = try pass("4001", idx: 5)
+        let scene = dir + "/loop.scenario"
+        try TestFiles.write("size 320x320\nfps 20\nframes 20\nloop\ncode qr \"\(token)\" frames 0-4 module 3\n", to: scene)
+        let daemon = try RunningScangate(args(scene, jwks: jwks, list: "list.jwt").filter { $0 != "--fast" } + ["--hold-off-ms", "300"], in: dir)
+        func verdicts() -> [String] { daemon.stdoutLines.compactMap { try? JSONValue.parse($0) }.map { $0["rejected"]?.stringValue ?? "accepted" } }
+        func loads() -> Int { daemon.stderrLines.filter { $0.contains("credentials: ") && $0.contains("policy-stale = deny, rollback guard") }.count }
+        XCTAssertTrue(waitUntil(60) { verdicts().contains("accepted") }, daemon.stderrText)
+        // A newer list that revokes entry 5.
+        try writeList("list.jwt", ["--size", "8", "--set", "5=1", "--iat", String(now - 10)])
+        var seen = verdicts().count
+        kill(daemon.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitUntil(30) { loads() >= 2 }, daemon.stderrText)
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "revoked" }, daemon.stderrText)
+        // The first list again (older iat, entry 5 still VALID): refused; the pass meets policy-stale.
+        try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
+        seen = verdicts().count
+        kill(daemon.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("rolled back: iat") } }, daemon.stderrText)
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "policy-stale" }, daemon.stderrText)
+        XCTAssertFalse(verdicts().suffix(1).contains("accepted"))
+        XCTAssertEqual(daemon.stop(), 0)
+        print("SIGHUP through run: \(Array(Set(verdicts())).sorted().joined(separator: ", ")) over \(verdicts().count) reads")
+    }
+
     func testBadStatusListOptionsExit2WithOneLineNamingThem() throws {
         let jwks = try writeList("list.jwt", ["--size", "8"])
         let scene = try scenario([])
