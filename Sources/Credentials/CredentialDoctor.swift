@@ -81,6 +81,10 @@ public enum CredentialDoctor {
             return .fail(.credential, check, detail + "; refused: " + set.refused.map { Logger.escape($0) }.joined(separator: "; "),
                          fix: "deliver the site's current signed lists (an older iat than one used before is refused as a rollback)")
         }
+        if !set.kept.isEmpty {
+            return .warn(.credential, check, detail + "; " + set.kept.map { Logger.escape($0) }.joined(separator: "; "),
+                         fix: "deliver the site's current signed lists to credential-status-list")
+        }
         if set.lists.contains(where: { now >= $0.expiresAt }) {
             let fix = "deliver a fresh list from the site's issuer"
             return policy.stale == .deny ? .fail(.credential, check, detail + "; passes on an expired list are refused as policy-stale", fix: fix)

@@ -65,6 +65,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
             let loaded = try StatusListSet.load(path: path, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile)
             logger.info("credentials: \(loaded.summary); policy-stale = \(policy.stale.rawValue), rollback guard \(policy.stateFile)")
             for line in loaded.refused { logger.error("credential-status-list refused: \(Logger.escape(line))") }
+            for line in loaded.kept { logger.warning("credential-status-list: \(Logger.escape(line))") }
             statusLists = loaded
         }
         var store: ReplayStore?

@@ -5,8 +5,10 @@ import Settings
 /// The status lists in force (credential-status-list): one per uri, each verified with credential-keys and
 /// not older than the newest `iat` this kiosk has accepted for its uri (PolicyState). A value, built at start.
 ///
-/// A list file that fails (bad signature, bad claims, a zip bomb, an older iat) is not used and is logged;
-/// the passes that name its uri then meet `policy-stale`. A path that is neither a readable file nor a
+/// A list file that fails (bad signature, bad claims, a zip bomb, an older iat) is not used and is logged.
+/// The last list verified for each uri is kept beside the state file (`STATE.lists/`) and stays in force
+/// (until its own exp) when no file gives a usable list for its uri; without one, the passes that name the
+/// uri meet `policy-stale`. A path that is neither a readable file nor a
 /// folder is a configuration error (exit 2).
 public struct StatusListSet: Sendable {
     /// The lists in force, uris compared byte for byte.
@@ -17,6 +19,8 @@ public struct StatusListSet: Sendable {
     public let refusedURIs: [String]
     /// The rollback guard after loading (the newest iat per uri).
     public let state: PolicyState
+    /// One line per kept copy in force because no file gave a usable list for its uri.
+    public var kept: [String] = []
 
     public func list(uri: String) -> StatusListToken? { lists.first { $0.uri.bytesEqual(uri) } }
 
@@ -36,13 +40,36 @@ public struct StatusListSet: Sendable {
                 throw UsageError(error.message + " (the rollback guard must be recorded before a list is used)")
             }
         }
+        // The lists just verified are kept beside the state file, to stay in force when a later file is
+        // refused or missing.
+        if !loaded.toKeep.isEmpty {
+            let directory = keptDirectory(statePath)
+            if case .failure(let e) = FilePath.makeDirectory(directory, mode: 0o700) {
+                throw UsageError("policy-state-file \(statePath): cannot make \(directory) for the kept status lists: \(e)")
+            }
+            for (uri, bytes) in loaded.toKeep {
+                do throws(AtomicFile.Failure) {
+                    try AtomicFile.replace(keptPath(statePath, uri: uri), with: bytes, mode: 0o600)
+                } catch {
+                    throw UsageError("policy-state-file \(statePath): cannot keep the status list for \(JSONText.asciiString(uri)): \(error)")
+                }
+            }
+        }
         return loaded.set
+    }
+
+    /// Where the last verified lists are kept: `STATE.lists/`, one file per uri named by its SHA-256.
+    public static func keptDirectory(_ statePath: String) -> String { statePath + ".lists" }
+
+    static func keptPath(_ statePath: String, uri: String) -> String {
+        let hash = (try? CryptoDigest.sha256(Array(uri.utf8))).map { Hex.string($0.prefix(16), lowercase: true) } ?? "unhashable"
+        return keptDirectory(statePath) + "/" + hash + ".jwt"
     }
 
     /// What `load` does without writing the state file: for `Catalog.check` (check-config, doctor), which
     /// must refuse what `run` refuses (a missing path, a state file that does not parse) and change nothing.
     public static func read(path: String, keys: CredentialKeySet, algorithms: [SignatureAlgorithm],
-                            statePath: String) throws(UsageError) -> (set: StatusListSet, stateChanged: Bool) {
+                            statePath: String) throws(UsageError) -> (set: StatusListSet, stateChanged: Bool, toKeep: [(uri: String, bytes: [UInt8])]) {
         let held: PolicyState
         do throws(StatusListError) {
             held = try PolicyState.load(path: statePath)
@@ -59,7 +86,7 @@ public struct StatusListSet: Sendable {
         } else {
             files = [path]
         }
-        var candidates: [(file: String, token: StatusListToken)] = []
+        var candidates: [(file: String, token: StatusListToken, bytes: [UInt8])] = []
         var refused: [String] = []
         var refusedURIs: [String] = []
         for file in files {
@@ -77,14 +104,15 @@ public struct StatusListSet: Sendable {
                 continue
             }
             do throws(StatusListError) {
-                candidates.append((file, try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms)))
+                candidates.append((file, try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms), bytes))
             } catch {
                 refused.append("\(file) (\(TokenFingerprint.describe(bytes))): \(error.message)")
             }
         }
         var state = held
         var lists: [StatusListToken] = []
-        for (file, token) in candidates {
+        var raw: [[UInt8]] = []
+        for (file, token, bytes) in candidates {
             if let newest = held.issuedAt(uri: token.uri), token.issuedAt < newest {
                 refused.append("\(file) (\(token.fingerprint)): rolled back: iat \(CredentialVerifier.time(Double(token.issuedAt))) is older than "
                                + "\(CredentialVerifier.time(Double(newest))), the newest this kiosk accepted for \(JSONText.asciiString(token.uri)) (policy-state-file \(statePath))")
@@ -96,16 +124,52 @@ public struct StatusListSet: Sendable {
                 if token.issuedAt > lists[i].issuedAt {
                     refused.append("superseded: \(lists[i].fingerprint) for \(JSONText.asciiString(token.uri)) by \(file), whose iat is newer")
                     lists[i] = token
+                    raw[i] = bytes
                 } else {
                     refused.append("\(file) (\(token.fingerprint)): superseded: another file holds \(JSONText.asciiString(token.uri)) with an iat as new or newer")
                 }
                 continue
             }
             lists.append(token)
+            raw.append(bytes)
+        }
+        // Kept only when it differs from the copy already kept (a restart with the same list writes nothing).
+        var toKeep: [(uri: String, bytes: [UInt8])] = []
+        for (token, bytes) in zip(lists, raw) where keptBytes(statePath, uri: token.uri) != bytes {
+            toKeep.append((token.uri, bytes))
         }
         for token in lists { state.record(uri: token.uri, issuedAt: token.issuedAt) }
+        // A uri the guard holds but no file gave (refused, or missing): the kept copy of the list last
+        // verified stays in force, when it is the very list whose iat the guard holds.
+        var keptNotes: [String] = []
+        for entry in held.entries where !lists.contains(where: { $0.uri.bytesEqual(entry.uri) }) {
+            guard let bytes = keptBytes(statePath, uri: entry.uri) else { continue }
+            do throws(StatusListError) {
+                let kept = try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms)
+                guard kept.uri.bytesEqual(entry.uri), kept.issuedAt == entry.issuedAt else {
+                    refused.append("kept copy for \(JSONText.asciiString(entry.uri)) (\(kept.fingerprint)): not the list the guard holds (iat \(entry.issuedAt))")
+                    continue
+                }
+                lists.append(kept)
+                keptNotes.append("the kept copy of \(JSONText.asciiString(entry.uri)) stays in force (iat \(CredentialVerifier.time(Double(kept.issuedAt))), "
+                               + "\(kept.fingerprint)): no file in credential-status-list gave a list for it that could be used")
+            } catch {
+                refused.append("kept copy for \(JSONText.asciiString(entry.uri)): \(error.message)")
+            }
+        }
         refusedURIs.removeAll { uri in lists.contains { $0.uri.bytesEqual(uri) } }
-        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state), state != held)
+        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state, kept: keptNotes), state != held, toKeep)
+    }
+
+    /// The kept copy of `uri`'s list, nil when there is none (or it cannot be read).
+    static func keptBytes(_ statePath: String, uri: String) -> [UInt8]? {
+        do throws(BoundedFileError) {
+            let file = try BoundedFile.open(keptPath(statePath, uri: uri), limit: FileSizeLimit(bytes: StatusListToken.maxTokenBytes, kind: "status list files"))
+            defer { file.close() }
+            return try file.readAll()
+        } catch {
+            return nil
+        }
     }
 
     /// The status of a verified pass that names `reference`, at `now`: nil when it may be accepted (with a

@@ -136,20 +136,27 @@ final class CredentialStatusListRunTests: XCTestCase {
         XCTAssertEqual(first.verdicts, ["accepted"], first.log)
         let state = String(decoding: FileManager.default.contents(atPath: dir + "/policy-state") ?? Data(), as: UTF8.self)
         XCTAssertEqual(state, "{\"status_lists\":[{\"uri\":\"https://s/1\",\"iat\":\(now - 10)}]}\n")
-        // An older list, correctly signed, put in its place: refused at the next start; its passes meet policy-stale.
-        try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
+        // An older list, correctly signed, that revokes the pass, put in its place: refused at the next start;
+        // the newer list, kept beside the state file, stays in force.
+        try writeList("list.jwt", ["--size", "8", "--set", "1=1", "--iat", String(now - 100)])
         let second = try run(args(scene, jwks: jwks, list: "list.jwt"))
-        XCTAssertEqual(second.verdicts, ["policy-stale"], second.log)
+        XCTAssertEqual(second.verdicts, ["accepted"], second.log)
         XCTAssertTrue(second.log.contains("credential-status-list refused: ") && second.log.contains("rolled back: iat"), second.log)
-        XCTAssertTrue(second.log.contains("its list was refused at start"), second.log)
+        XCTAssertTrue(second.log.contains("credential-status-list: the kept copy of \"https://s/1\" stays in force"), second.log)
         XCTAssertEqual(String(decoding: FileManager.default.contents(atPath: dir + "/policy-state") ?? Data(), as: UTF8.self), state,
                        "the rollback guard still holds the newer iat")
-        print("rollback through run: \(first.verdicts[0]) with iat now-10, then \(second.verdicts[0]) after a restart with iat now-100")
+        // Without the kept copy the rolled-back list is still refused, and its passes meet policy-stale.
+        try FileManager.default.removeItem(atPath: dir + "/policy-state.lists")
+        let third = try run(args(scene, jwks: jwks, list: "list.jwt"))
+        XCTAssertEqual(third.verdicts, ["policy-stale"], third.log)
+        XCTAssertTrue(third.log.contains("its list was refused at start"), third.log)
+        print("rollback through run: \(first.verdicts[0]) with iat now-10; after a restart with iat now-100: \(second.verdicts[0]) "
+              + "(the kept list), \(third.verdicts[0]) without it")
     }
 
     /// SIGHUP re-reads the lists with the configuration: a pass accepted on the first list is refused as
     /// revoked after a newer list revokes it, and an older list put back is refused (rolled back) without
-    /// a restart. The pass stays in a looping scene; each step waits for the log line that says it happened.
+    /// a restart, the kept newer one staying in force. The pass stays in a looping scene; each step waits for the log line that says it happened.
     func testSIGHUPReadsANewerListAndRefusesARolledBackOne() throws {
         let now = self.now
         let jwks = try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
@@ -166,13 +173,16 @@ final class CredentialStatusListRunTests: XCTestCase {
         kill(daemon.process.processIdentifier, SIGHUP)
         XCTAssertTrue(waitUntil(30) { loads() >= 2 }, daemon.stderrText)
         XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "revoked" }, daemon.stderrText)
-        // The first list again (older iat, entry 5 still VALID): refused; the pass meets policy-stale.
+        // The first list again (older iat, entry 5 still VALID): refused; the kept newer list stays in force.
         try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
         seen = verdicts().count
         kill(daemon.process.processIdentifier, SIGHUP)
         XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("rolled back: iat") } }, daemon.stderrText)
-        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "policy-stale" }, daemon.stderrText)
-        XCTAssertFalse(verdicts().suffix(1).contains("accepted"))
+        XCTAssertTrue(waitUntil(30) { loads() >= 3 }, daemon.stderrText)
+        seen = verdicts().count   // read after the reload from here on (one may still be on its way)
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 }, daemon.stderrText)
+        XCTAssertEqual(verdicts().last, "revoked", "the rolled-back list let the revoked pass in")
+        XCTAssertTrue(daemon.stderrLines.contains { $0.contains("the kept copy of \"https://s/1\" stays in force") }, daemon.stderrText)
         XCTAssertEqual(daemon.stop(), 0)
         print("SIGHUP through run: \(Array(Set(verdicts())).sorted().joined(separator: ", ")) over \(verdicts().count) reads")
     }

@@ -277,16 +277,30 @@ final class CredentialStatusListTests: XCTestCase {
         // The older list put back in place (a rollback), read by a new start.
         _ = try makeList("lists/site.jwt", ["--uri", "https://site/1", "--size", "8", "--iat", "1800000100", "--exp", "4000000000"])
         let second = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)
-        XCTAssertEqual(second.lists.count, 0)
         XCTAssertEqual(second.refused.count, 1)
         XCTAssertTrue(second.refused[0].contains("rolled back"), second.refused[0])
         XCTAssertFalse(second.refused[0].contains(String(decoding: FileManager.default.contents(atPath: newer.file) ?? Data(), as: UTF8.self).prefix(60)),
                        "the log line holds the token")
-        guard case .failure(let r) = second.check(StatusReference(index: 0, uri: "https://site/1"), now: 1_800_000_300, stale: .deny) else {
+        // The newer list, kept beside the state file when it was used, stays in force.
+        XCTAssertEqual(second.lists.map(\.issuedAt), [1_800_000_200])
+        XCTAssertEqual(second.kept.count, 1)
+        XCTAssertTrue(second.kept[0].hasPrefix("the kept copy of \"https://site/1\" stays in force"), second.kept[0])
+        XCTAssertNoThrow(try second.check(StatusReference(index: 0, uri: "https://site/1"), now: 1_800_000_300, stale: .deny).get())
+        // Without the kept copy, the rolled-back list leaves its passes to policy-stale.
+        try FileManager.default.removeItem(atPath: StatusListSet.keptDirectory(statePath))
+        let third = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)
+        XCTAssertEqual(third.lists.count, 0)
+        guard case .failure(let r) = third.check(StatusReference(index: 0, uri: "https://site/1"), now: 1_800_000_300, stale: .deny) else {
             return XCTFail("a pass was accepted against a rolled-back list")
         }
         XCTAssertEqual(r.reason, .policyStale)
         XCTAssertTrue(r.detail.contains("refused at start"), r.detail)
+        // A kept copy that is not the list the guard holds (an older one planted there) is not used.
+        try FileManager.default.createDirectory(atPath: StatusListSet.keptDirectory(statePath), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: newer.file, toPath: StatusListSet.keptPath(statePath, uri: "https://site/1"))
+        let planted = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)
+        XCTAssertEqual(planted.lists.count, 0)
+        XCTAssertTrue(planted.refused.contains { $0.contains("not the list the guard holds") }, "\(planted.refused)")
         // The same iat again is the same list: accepted.
         _ = try makeList("lists/site.jwt", ["--uri", "https://site/1", "--size", "8", "--iat", "1800000200", "--exp", "4000000000"])
         XCTAssertEqual(try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath).lists.count, 1)
