@@ -26,6 +26,9 @@ public struct StatusListSet: Sendable {
 
     /// Most list files read from a folder.
     public static let maxFiles = DirectoryLimit(entries: 1000, kind: "status list folders")
+    /// The most bytes of inflated lists held at once, all files together (a folder of 1000 lists of 16 MiB
+    /// each must not exhaust a kiosk's memory): 64 MiB, half a billion 1-bit entries.
+    public static let maxTotalBytes = 64 << 20
 
     /// Reads `path` (a file, or every regular file in a folder, in name order), verifies each, refuses any
     /// whose iat is older than the state holds for its uri, and records newer iats in the state file
@@ -104,7 +107,12 @@ public struct StatusListSet: Sendable {
                 continue
             }
             do throws(StatusListError) {
-                candidates.append((file, try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms), bytes))
+                let token = try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms)
+                let held = candidates.reduce(0) { $0 + $1.token.list.bytes.count }
+                guard held + token.list.bytes.count <= maxTotalBytes else {
+                    throw StatusListError("the lists read before it already hold \(held) bytes; all lists together may hold \(maxTotalBytes)")
+                }
+                candidates.append((file, token, bytes))
             } catch {
                 refused.append("\(file) (\(TokenFingerprint.describe(bytes))): \(error.message)")
             }
@@ -148,6 +156,11 @@ public struct StatusListSet: Sendable {
                 let kept = try StatusListToken.verify(bytes, keys: keys, algorithms: algorithms)
                 guard kept.uri.bytesEqual(entry.uri), kept.issuedAt == entry.issuedAt else {
                     refused.append("kept copy for \(JSONText.asciiString(entry.uri)) (\(kept.fingerprint)): not the list the guard holds (iat \(entry.issuedAt))")
+                    continue
+                }
+                let heldBytes = lists.reduce(0) { $0 + $1.list.bytes.count }
+                guard heldBytes + kept.list.bytes.count <= maxTotalBytes else {
+                    refused.append("kept copy for \(JSONText.asciiString(entry.uri)): the lists in force already hold \(heldBytes) bytes; all lists together may hold \(maxTotalBytes)")
                     continue
                 }
                 lists.append(kept)

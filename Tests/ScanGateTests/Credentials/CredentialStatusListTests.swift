@@ -86,6 +86,23 @@ final class CredentialStatusListTests: XCTestCase {
         }
     }
 
+    /// A folder of five lists of 16 MiB each: four are held (64 MiB in all), the fifth is refused.
+    func testAllListsTogetherAreBounded() throws {
+        let lists = dir + "/lists"
+        try FileManager.default.createDirectory(atPath: lists, withIntermediateDirectories: true)
+        XCTAssertEqual(chmod(lists, 0o755), 0)
+        var jwks = ""
+        for n in 1...5 {
+            jwks = try makeList("lists/\(n).jwt", ["--uri", "https://s/\(n)", "--size", "1", "--bomb", "16"]).jwks
+        }
+        let set = try StatusListSet.load(path: lists, keys: try CredentialKeySet.load(path: jwks), algorithms: [.ed25519],
+                                         statePath: dir + "/policy-state")
+        XCTAssertEqual(set.lists.map(\.uri), ["https://s/1", "https://s/2", "https://s/3", "https://s/4"])
+        XCTAssertEqual(set.refused.count, 1)
+        XCTAssertTrue(set.refused.first?.contains("5.jwt") == true && set.refused.first?.contains("all lists together may hold 67108864") == true,
+                      "\(set.refused)")
+    }
+
     // MARK: tokens
 
     struct Made { let jwks: String; let file: String }
