@@ -36,6 +36,7 @@ let package = Package(
         systemLibrary("CPNG", pkgConfig: "libpng", apt: "libpng-dev"),
         systemLibrary("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: "libmosquitto-dev"),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         // What Swift cannot import: function-like macros, variadic calls, C-only globals.
         .target(name: "CShim", dependencies: ["CV4L2", "CALSA", "CZbar"]),
         // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the live decoder, decode-image's second, and its writer.
@@ -65,9 +66,10 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // 4. Report-once rules.
         .target(name: "Debounce", dependencies: ["Core", "Platform", "Settings"], swiftSettings: swiftSettings),
-        // 5. Policies on the credential itself: the payload filters, and signed passes verified offline.
+        // 5. Policies on the credential itself: the payload filters, and signed passes verified offline
+        // (with their Token Status Lists, inflated by zlib).
         .target(name: "Policies", dependencies: ["Core", "Settings"], swiftSettings: swiftSettings),
-        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "Components", "COpenSSL"],
+        .target(name: "Credentials", dependencies: ["Core", "Platform", "Settings", "Components", "COpenSSL", "CZlib"],
                 swiftSettings: swiftSettings),
         // 2-5. Capture thread, newest-frame handoff, the decode queue, the dispatcher (policies → door
         // outputs → report outputs → feedback).

@@ -54,7 +54,7 @@ extension Catalog {
         var policies: [any ReadPolicy] = []
         if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
         if settings.credential.format != .off {
-            policies.append(try CredentialPolicy.make(settings: settings.credential, logger: logger))
+            policies.append(try CredentialPolicy.make(settings: settings.credential, policy: settings.policy, logger: logger))
         }
         return policies
     }
@@ -63,7 +63,7 @@ extension Catalog {
     /// the clock, the replay store's directory). Listed here, next to `policies`, so that a new policy's
     /// doctor check is registered where the policy is.
     public static func policyDoctorRows(_ settings: RunSettings, context: DoctorContext) -> [DoctorRow] {
-        CredentialDoctor.rows(settings.credential)
+        CredentialDoctor.rows(settings.credential, policy: settings.policy)
     }
 
     /// Checks every configured component's combination of options, as `run` would at start, without
@@ -72,6 +72,7 @@ extension Catalog {
         try settings.decoder.validate()
         if settings.filter.isActive { _ = try PayloadFilter(settings: settings.filter) }
         try settings.credential.validate()
+        try settings.policy.validate()
         for c in components {
             if case .output(let factory) = c.role { try factory.validate(settings) }
         }
@@ -80,7 +81,7 @@ extension Catalog {
     /// The one set of checks that need no device, made alike by `check-config`, `run` (before it opens
     /// anything) and `doctor`: every section's options and their combinations (`validate`), every GPIO line
     /// with one owner across the whole catalogue, and the files a policy needs loaded as `run` loads them
-    /// (credential-keys: present, parseable, safe permissions). Each error names the option or file and
+    /// (credential-keys: present, parseable, safe permissions; credential-status-list: present, read but not recorded). Each error names the option or file and
     /// says what is allowed. What needs the device (the camera, a serial port, GPIO lines being free, the
     /// sound card, the broker, a panel) is left to `doctor`: `deviceChecks` names those.
     /// `gpiod` resolves line names and chip names for the line-owner check (nil: compared as written).
@@ -89,10 +90,16 @@ extension Catalog {
         try validate(settings, components: components)
         try checkLineOwners(settings, components: components, gpiod: gpiod)
         if settings.credential.format != .off {
+            let keys: CredentialKeySet
             do throws(KeyFileError) {
-                _ = try CredentialKeySet.load(path: settings.credential.keys ?? "")
+                keys = try CredentialKeySet.load(path: settings.credential.keys ?? "")
             } catch {
                 throw UsageError("credential-keys " + error.description)
+            }
+            // The status lists as run reads them, without recording anything in policy-state-file.
+            if let path = settings.credential.statusList {
+                _ = try StatusListSet.read(path: path, keys: keys, algorithms: settings.credential.algorithms,
+                                           statePath: settings.policy.stateFile)
             }
         }
     }

@@ -46,10 +46,51 @@ public enum CredentialDoctor {
         }
     }
 
-    public static func rows(_ settings: CredentialSettings, clock: ClockSyncCheck = ClockSync.kernel(),
-                            filesystem: Filesystem = Filesystem()) -> [DoctorRow] {
+    public static func rows(_ settings: CredentialSettings, policy: PolicySettings = PolicySettings(),
+                            clock: ClockSyncCheck = ClockSync.kernel(), filesystem: Filesystem = Filesystem(),
+                            now: Int64 = WallClock.nowNanoseconds() / 1_000_000_000) -> [DoctorRow] {
         guard settings.format != .off else { return [] }
         return [keysRow(settings), clockRow(settings, clock())] + (settings.oneTime ? [storeRow(settings.replayStore, filesystem)] : [])
+            + (settings.statusList != nil ? [statusListRow(settings, policy, now: now)] : [])
+    }
+
+    /// The status lists as `run` would hold them (read, nothing recorded): each uri with its entries, age
+    /// and expiry. Fails when a file is refused, or (policy-stale = deny) when a list is past its exp.
+    static func statusListRow(_ settings: CredentialSettings, _ policy: PolicySettings, now: Int64) -> DoctorRow {
+        let check = "credential status lists"
+        let path = settings.statusList ?? ""
+        let set: StatusListSet
+        do throws(UsageError) {
+            let keys: CredentialKeySet
+            do throws(KeyFileError) {
+                keys = try CredentialKeySet.load(path: settings.keys ?? "")
+            } catch {
+                return .fail(.credential, check, "cannot check them without credential-keys: \(error)", fix: "fix credential-keys first")
+            }
+            set = try StatusListSet.read(path: path, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile).set
+        } catch {
+            return .fail(.credential, check, error.message, fix: "give credential-status-list a statuslist+jwt file or a folder of them")
+        }
+        let lists = set.lists.map { t in
+            "\(JSONText.asciiString(t.uri)): \(t.list.count) entries, issued \(now - t.issuedAt) s ago, "
+                + (now >= t.expiresAt ? "EXPIRED \(now - t.expiresAt) s ago" : "expires in \(t.expiresAt - now) s")
+        }
+        let detail = "\(set.lists.count) from \(path)" + (lists.isEmpty ? "" : ": " + lists.joined(separator: "; "))
+            + "; policy-stale = \(policy.stale.rawValue)"
+        if !set.refused.isEmpty {
+            return .fail(.credential, check, detail + "; refused: " + set.refused.map { Logger.escape($0) }.joined(separator: "; "),
+                         fix: "deliver the site's current signed lists (an older iat than one used before is refused as a rollback)")
+        }
+        if !set.kept.isEmpty {
+            return .warn(.credential, check, detail + "; " + set.kept.map { Logger.escape($0) }.joined(separator: "; "),
+                         fix: "deliver the site's current signed lists to credential-status-list")
+        }
+        if set.lists.contains(where: { now >= $0.expiresAt }) {
+            let fix = "deliver a fresh list from the site's issuer"
+            return policy.stale == .deny ? .fail(.credential, check, detail + "; passes on an expired list are refused as policy-stale", fix: fix)
+                                         : .warn(.credential, check, detail + "; an expired list still decides", fix: fix)
+        }
+        return .pass(.credential, check, detail)
     }
 
     static func keysRow(_ settings: CredentialSettings) -> DoctorRow {

@@ -13,6 +13,9 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     public let settings: CredentialSettings
     private let state: PosixMutex<State>
     private let store: ReplayStore?
+    /// credential-status-list, loaded at start (nil: status claims are not checked).
+    public let statusLists: StatusListSet?
+    private let stale: PolicyStale
     private let clock: ClockSyncCheck
     private let now: @Sendable () -> Int64
     private let logger: Logger
@@ -25,30 +28,45 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
 
     /// - Parameters:
     ///   - store: required when settings.oneTime (open it with `ReplayStore(path:)`).
+    ///   - statusLists: the Token Status Lists a pass's status claim is checked against (nil: not checked).
+    ///   - stale: policy-stale, for a list past its exp or not held.
     ///   - clock: consulted at each read when settings.requireSyncedClock.
     ///   - now: wall-clock seconds since the epoch.
     public init(settings: CredentialSettings, keys: CredentialKeySet, store: ReplayStore?,
+                statusLists: StatusListSet? = nil, stale: PolicyStale = .deny,
                 clock: @escaping ClockSyncCheck = ClockSync.kernel(),
                 now: @escaping @Sendable () -> Int64 = { WallClock.nowNanoseconds() / 1_000_000_000 },
                 logger: Logger) {
         self.settings = settings
         self.state = PosixMutex(State(verifier: CredentialVerifier(settings: settings, keys: keys), clockSynchronised: nil))
         self.store = store
+        self.statusLists = statusLists
+        self.stale = stale
         self.clock = clock
         self.now = now
         self.logger = logger
     }
 
-    /// What `scangate run` does at start: validates the settings, loads credential-keys and, for
-    /// one-time use, opens the replay store. Each error names the option or file.
-    public static func make(settings: CredentialSettings, logger: Logger,
+    /// What `scangate run` does at start: validates the settings, loads credential-keys and the status
+    /// lists (recording their iat in policy-state-file) and, for one-time use, opens the replay store.
+    /// Each error names the option or file.
+    public static func make(settings: CredentialSettings, policy: PolicySettings = PolicySettings(), logger: Logger,
                             clock: @escaping ClockSyncCheck = ClockSync.kernel()) throws(UsageError) -> CredentialPolicy {
         try settings.validate()
+        try policy.validate()
         let keys: CredentialKeySet
         do throws(KeyFileError) {
             keys = try CredentialKeySet.load(path: settings.keys ?? "")
         } catch {
             throw UsageError("credential-keys " + error.description)
+        }
+        var statusLists: StatusListSet?
+        if let path = settings.statusList {
+            let loaded = try StatusListSet.load(path: path, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile)
+            logger.info("credentials: \(loaded.summary); policy-stale = \(policy.stale.rawValue), rollback guard \(policy.stateFile)")
+            for line in loaded.refused { logger.error("credential-status-list refused: \(Logger.escape(line))") }
+            for line in loaded.kept { logger.warning("credential-status-list: \(Logger.escape(line))") }
+            statusLists = loaded
         }
         var store: ReplayStore?
         if settings.oneTime {
@@ -58,7 +76,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 throw UsageError(error.description)
             }
         }
-        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
+        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, statusLists: statusLists, stale: policy.stale,
+                                      clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
         logger.info("credentials: \(settings.summary); \(keys.summary)")
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
         if let store { logger.info("credentials: replay store \(store.path) holds \(store.entryCount) passes") }
@@ -148,13 +167,23 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         let verifier = state.withLock { $0.verifier }
         let time = now()
         var result = verifier.verify(payload, now: time)
+        // The status before one-time use: a revoked pass is not consumed.
+        if case .success(let pass) = result, let reference = pass.status, let statusLists {
+            switch statusLists.check(reference, now: time, stale: stale) {
+            case .success(let note):
+                if let note { logger.warning("credentials: \(Logger.escape(note))") }
+            case .failure(let refusal):
+                result = .failure(refusal)
+            }
+        }
         if case .success(let pass) = result, settings.oneTime {
             result = consume(pass, now: time)
         }
         switch result {
         case .success(let pass):
             logger.info("credential accepted: \(pass.format.rawValue) number \(Logger.escape(pass.number)) kid \(Logger.escape(pass.keyID))"
-                        + (pass.tokenID.map { " jti \(Logger.escape($0))" } ?? "") + " exp \(CredentialVerifier.time(pass.expiresAt))")
+                        + (pass.tokenID.map { " jti \(Logger.escape($0))" } ?? "") + " exp \(CredentialVerifier.time(pass.expiresAt))"
+                        + (pass.status.map { " status idx \($0.index) of \(JSONText.asciiString($0.uri))" } ?? ""))
         case .failure(let refusal):
             let line = "credential refused: \(refusal.reason.rawValue) (\(TokenFingerprint.describe(payload))): \(Logger.escape(refusal.detail))"
             if refusal.reason == .replayStoreFailed { logger.error(line) } else { logger.notice(line) }

@@ -37,6 +37,9 @@ public enum DiskDoctor {
         if credential.format != .off && credential.oneTime {
             uses.append((parent(credential.replayStore), "credential-replay-store"))
         }
+        if credential.format != .off && credential.statusList != nil {
+            uses.append((parent(settings.policy.stateFile), "policy-state-file"))
+        }
         if settings.mqtt.enabled { uses.append((settings.mqtt.spool, "mqtt-spool")) }
         if settings.osdp.device != nil {
             uses.append((parent(settings.osdp.stateFile), "osdp-state-file"))
@@ -76,6 +79,7 @@ public enum DiskDoctor {
         guard space.isFull else { return .pass(.disk, check, detail) }
         var effects: [String] = []
         if uses.contains("credential-replay-store") { effects.append("one-time passes are refused as 'replay store failed'") }
+        if uses.contains("policy-state-file") { effects.append("a newer status list cannot be recorded, so run refuses to start with it") }
         if uses.contains("mqtt-spool") { effects.append("MQTT events are dropped (spool_dropped_no_space)") }
         if uses.contains(where: { $0.hasPrefix("osdp-") }) { effects.append("a panel's new address or key is not kept") }
         if uses.contains("metrics-textfile") { effects.append("the metrics file is not updated") }

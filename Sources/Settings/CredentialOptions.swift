@@ -54,6 +54,13 @@ extension OptionTable {
                    help: "refuse every pass until the kernel reports the clock synchronised (a Pi before the Pi 5 has no battery clock)",
                    apply: { s, v in s.credential.requireSyncedClock = try ParseValue.bool(v) },
                    show: { String($0.credential.requireSyncedClock) }),
+        OptionSpec("credential-status-list", .credential, .value(placeholder: "PATH"), default: "",
+                   help: "Token Status Lists (statuslist+jwt, signed by a key in credential-keys): a file or a directory of them; a pass whose status is not VALID is refused as revoked",
+                   apply: { s, v in
+                       let t = v.trimmingSpaces
+                       s.credential.statusList = t.isEmpty ? nil : t
+                   },
+                   show: { $0.credential.statusList ?? "" }),
         OptionSpec("credential-output", .credential, .value(placeholder: "WHAT"), default: "number",
                    help: "what door outputs receive for an accepted pass: number (credential-number-claim) or token",
                    apply: { s, v in s.credential.output = try wrap { () throws(UsageError) in try CredentialSettings.parseOutput(v) } },

@@ -116,6 +116,9 @@ public struct CredentialSettings: SettingsSection {
     public var requireSyncedClock: Bool = true
     /// credential-output = number | token.
     public var output: CredentialOutput = .number
+    /// credential-status-list: a Token Status List file (statuslist+jwt) or a directory of them; nil: the
+    /// status claims of passes are not checked.
+    public var statusList: String? = nil
 
     public init() {}
 
@@ -145,6 +148,9 @@ public struct CredentialSettings: SettingsSection {
         }
         if let issuer, issuer.isEmpty {
             throw UsageError("--credential-issuer is empty; leave it unset to accept any iss")
+        }
+        if let statusList, statusList.isEmpty {
+            throw UsageError("--credential-status-list is empty; leave it unset to check no status lists")
         }
         if oneTime {
             guard replayStore.hasPrefix("/"), replayStore.count > 1, !replayStore.hasSuffix("/") else {
@@ -194,6 +200,7 @@ public struct CredentialSettings: SettingsSection {
         if oneTime { parts.append("one-time (\(replayStore))") }
         if !requireSyncedClock { parts.append("clock not checked") }
         if output == .token { parts.append("outputs get the token") }
+        if let statusList { parts.append("status lists \(statusList)") }
         return parts.joined(separator: ", ")
     }
 }

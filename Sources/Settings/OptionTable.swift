@@ -4,7 +4,7 @@ import Core
 /// example config show them. Each section's options live in its `XOptions.swift`.
 public enum OptionTable {
     public static var all: [OptionSpec] {
-        camera + decoder + debounce + filter + credential + output + serial + wiegand + osdp + doorRelay + mqtt + feedback + gpio + beep + service
+        camera + decoder + debounce + filter + credential + policy + output + serial + wiegand + osdp + doorRelay + mqtt + feedback + gpio + beep + service
     }
 
     public static func find(_ name: String) -> OptionSpec? { all.first { $0.name == name } }

@@ -19,6 +19,8 @@ public enum COSESign1 {
         static let alg: Int64 = 1
         static let crit: Int64 = 2
         static let kid: Int64 = 4
+        /// typ (RFC 9596): a status list token says application/statuslist+cwt.
+        static let typ: Int64 = 16
     }
 
     /// CWT claim keys (RFC 8392 §3.1).
@@ -30,6 +32,10 @@ public enum COSESign1 {
         public static let nbf: Int64 = 5
         public static let iat: Int64 = 6
         public static let cti: Int64 = 7
+        /// status (draft-ietf-oauth-status-list, Referenced Token in CWT format).
+        public static let status: Int64 = 65535
+        /// status_list (draft-ietf-oauth-status-list, Status List Token in CWT format).
+        public static let statusList: Int64 = 65533
 
         static let names: [Int64: String] = [1: "iss", 2: "sub", 3: "aud", 4: "exp", 5: "nbf", 6: "iat", 7: "cti"]
 
@@ -116,9 +122,11 @@ public enum COSESign1 {
                 keyIDIsText = false
             }
         }
-        return ParsedToken(format: .cwt, algorithmName: "COSE \(algValue)", algorithm: algorithm, keyID: keyID,
-                           keyIDIsText: keyIDIsText, signingInput: sigStructure(protected: protectedBytes, payload: claimsBytes),
-                           signature: signature, payload: claimsBytes)
+        var parsed = ParsedToken(format: .cwt, algorithmName: "COSE \(algValue)", algorithm: algorithm, keyID: keyID,
+                                 keyIDIsText: keyIDIsText, signingInput: sigStructure(protected: protectedBytes, payload: claimsBytes),
+                                 signature: signature, payload: claimsBytes)
+        parsed.type = (protected[Label.typ] ?? unprotected[Label.typ])?.textValue
+        return parsed
     }
 
     /// Sig_structure (RFC 9052 §4.4): ["Signature1", body_protected, external_aad (empty), payload].
@@ -162,6 +170,13 @@ public enum COSESign1 {
             claims.tokenID = raw
             claims.tokenIDText = Hex.string(raw, lowercase: true)
         }
+        // A status list token (its status_list claim, 65533) is never a pass, whatever its typ says.
+        if map[Claim.statusList] != nil {
+            throw Refusal(.malformed, "the claims hold a status list (65533): a status list token is not a pass")
+        }
+        if let status = map[Claim.status] {
+            claims.status = try statusReference(status)
+        }
         if let value = map[Claim.key(for: numberClaim)] {
             if let t = value.textValue {
                 claims.number = t
@@ -172,6 +187,21 @@ public enum COSESign1 {
             }
         }
         return claims
+    }
+
+    /// The status claim (65535): a map whose text key `status_list`, when present, maps `idx` (an
+    /// unsigned integer) and `uri` (text). Other status mechanisms are left alone (nil).
+    static func statusReference(_ status: CBORValue) throws(Refusal) -> StatusReference? {
+        guard let map = status.mapValue else { throw Refusal(.malformed, "status (65535) must be a map") }
+        guard let list = map["status_list"] else { return nil }
+        guard let entry = list.mapValue else { throw Refusal(.malformed, "status (65535) status_list must be a map") }
+        guard case .unsigned(let idx)? = entry["idx"], idx <= UInt64(StatusReference.maxIndex) else {
+            throw Refusal(.malformed, "status_list idx must be an unsigned integer up to \(StatusReference.maxIndex)")
+        }
+        guard let uri = entry["uri"]?.textValue, !uri.isEmpty, uri.utf8.count <= StatusReference.maxURIBytes else {
+            throw Refusal(.malformed, "status_list uri must be a text string of 1 to \(StatusReference.maxURIBytes) bytes")
+        }
+        return StatusReference(index: Int(idx), uri: uri)
     }
 
     private static func text(_ map: CBORMap, _ label: Int64, _ name: String) throws(Refusal) -> String? {

@@ -10,7 +10,8 @@ enum JWS {
 
     /// Splits and decodes a token; refuses anything that is not three base64url parts with a JSON
     /// object header naming `alg`. Only the header is read here: the claims wait for the signature.
-    static func parse(_ token: [UInt8]) throws(Refusal) -> ParsedToken {
+    /// `maxTokenBytes` and `maxPayloadBytes` are a pass's unless given (a status list token is larger).
+    static func parse(_ token: [UInt8], maxTokenBytes: Int = maxTokenBytes, maxPayloadBytes: Int = maxClaimsBytes) throws(Refusal) -> ParsedToken {
         guard token.count <= maxTokenBytes else {
             throw Refusal(.malformed, "\(token.count) bytes is longer than a pass may be (\(maxTokenBytes))")
         }
@@ -31,8 +32,8 @@ enum JWS {
         guard let headerBytes = decode(headerPart), headerBytes.count <= maxHeaderBytes else {
             throw Refusal(.malformed, "the header is not base64url without padding (or longer than \(maxHeaderBytes) bytes)")
         }
-        guard let payload = decode(payloadPart), payload.count <= maxClaimsBytes else {
-            throw Refusal(.malformed, "the payload is not base64url without padding (or longer than \(maxClaimsBytes) bytes)")
+        guard let payload = decode(payloadPart), payload.count <= maxPayloadBytes else {
+            throw Refusal(.malformed, "the payload is not base64url without padding (or longer than \(maxPayloadBytes) bytes)")
         }
         guard let signature = decode(signaturePart) else {
             throw Refusal(.malformed, "the signature is not base64url without padding")
@@ -64,11 +65,15 @@ enum JWS {
             guard let text = kid.stringValue else { throw Refusal(.malformed, "the header's \"kid\" is not a string") }
             keyID = text
         }
-        if let typ = header["typ"], typ.stringValue == nil {
-            throw Refusal(.malformed, "the header's \"typ\" is not a string")
+        var type: String?
+        if let typ = header["typ"] {
+            guard let text = typ.stringValue else { throw Refusal(.malformed, "the header's \"typ\" is not a string") }
+            type = text
         }
-        return ParsedToken(format: .jwt, algorithmName: alg, algorithm: algorithm, keyID: keyID, keyIDIsText: true,
-                           signingInput: Array(token[..<dots[1]]), signature: signature, payload: payload)
+        var parsed = ParsedToken(format: .jwt, algorithmName: alg, algorithm: algorithm, keyID: keyID, keyIDIsText: true,
+                                 signingInput: Array(token[..<dots[1]]), signature: signature, payload: payload)
+        parsed.type = type
+        return parsed
     }
 
     private static func decode(_ part: [UInt8]) -> [UInt8]? {
@@ -102,6 +107,13 @@ enum JWS {
             claims.tokenID = Array(jti.utf8)
             claims.tokenIDText = jti
         }
+        // A status list token (its status_list claim) is never a pass, whatever its typ says.
+        if object["status_list"] != nil {
+            throw Refusal(.malformed, "the claims hold a status_list: a status list token is not a pass")
+        }
+        if let status = object["status"] {
+            claims.status = try statusReference(status)
+        }
         if let value = object[numberClaim] {
             if let text = value.stringValue {
                 claims.number = text
@@ -112,6 +124,22 @@ enum JWS {
             }
         }
         return claims
+    }
+
+    /// `status` (draft-ietf-oauth-status-list, Referenced Token in JWT format): an object; its
+    /// `status_list`, when present, holds exactly `idx` (a non-negative integer) and `uri` (a string).
+    /// Other status mechanisms are left alone (nil).
+    static func statusReference(_ status: JSONValue) throws(Refusal) -> StatusReference? {
+        guard let object = status.objectValue else { throw Refusal(.malformed, "\"status\" must be a JSON object") }
+        guard let list = object["status_list"] else { return nil }
+        guard let entry = list.objectValue else { throw Refusal(.malformed, "\"status\".\"status_list\" must be a JSON object") }
+        guard let idx = entry["idx"]?.numberValue?.int64, idx >= 0, idx <= Int64(StatusReference.maxIndex) else {
+            throw Refusal(.malformed, "status_list.idx must be a whole number from 0 to \(StatusReference.maxIndex)")
+        }
+        guard let uri = entry["uri"]?.stringValue, !uri.isEmpty, uri.utf8.count <= StatusReference.maxURIBytes else {
+            throw Refusal(.malformed, "status_list.uri must be a string of 1 to \(StatusReference.maxURIBytes) bytes")
+        }
+        return StatusReference(index: Int(idx), uri: uri)
     }
 
     private static func string(_ object: JSONObject, _ name: String) throws(Refusal) -> String? {

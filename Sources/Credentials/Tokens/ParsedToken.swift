@@ -16,6 +16,25 @@ struct ParsedToken: Sendable {
     let signature: [UInt8]
     /// The claims, still encoded: JSON (JWT) or CBOR (CWT).
     let payload: [UInt8]
+    /// The JWS header's typ, when it has one (a status list token says `statuslist+jwt`).
+    var type: String? = nil
+}
+
+/// A pass's `status.status_list` claim (draft-ietf-oauth-status-list, Referenced Token): the index of its
+/// entry in the status list that `uri` names. JWT: `"status": {"status_list": {"idx", "uri"}}`; CWT: claim
+/// 65535, a map with the text key `status_list` whose map has `idx` and `uri`.
+public struct StatusReference: Equatable, Sendable {
+    public let index: Int
+    public let uri: String
+
+    public init(index: Int, uri: String) {
+        self.index = index
+        self.uri = uri
+    }
+
+    /// The largest idx read (a list of 2^31 entries is far beyond any status list a kiosk holds).
+    public static let maxIndex = Int(Int32.max)
+    public static let maxURIBytes = 2048
 }
 
 /// A token's claims after its signature verified, in one form for both formats.
@@ -35,4 +54,6 @@ struct PassClaims: Sendable {
     /// Every claim as one JSON object (CWT labels by name: iss, sub, aud, exp, nbf, iat, cti), for
     /// `scangate credential verify`.
     var json: String
+    /// status.status_list, when the pass has one.
+    var status: StatusReference? = nil
 }

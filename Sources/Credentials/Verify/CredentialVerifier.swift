@@ -17,6 +17,8 @@ public struct VerifiedPass: Equatable, Sendable {
     public let expiresAt: Double
     /// Every claim as a JSON object (for `scangate credential verify`).
     public let claimsJSON: String
+    /// status.status_list (CWT: claim 65535), checked against credential-status-list.
+    public var status: StatusReference? = nil
 
     /// exp in whole seconds (a fraction rounds down).
     public var expiresAtSeconds: Int64 {
@@ -33,7 +35,8 @@ public struct VerifiedPass: Equatable, Sendable {
 /// builds a new one when SIGHUP reloads the keys. Pure apart from libcrypto; time comes in as `now`.
 ///
 /// The order of checks, and the reason each gives:
-/// 1. the format (JWT: three base64url parts; CWT: `SG1:` + base45 + COSE_Sign1) - malformed;
+/// 1. the format (JWT: three base64url parts; CWT: `SG1:` + base45 + COSE_Sign1) - malformed; a token
+///    whose typ is statuslist+jwt or statuslist+cwt is a status list token, never a pass - malformed;
 /// 2. alg: EdDSA/Ed25519/ES256 (COSE -8/-19/-7/-9) within credential-algorithms - algorithm-not-allowed
 ///    (none, HS256 even when "signed" with the public key as the secret, RS256, ...);
 /// 3. the key: the kid's key (not in the set: unknown-key; a key of another type: algorithm-not-allowed);
@@ -41,7 +44,9 @@ public struct VerifiedPass: Equatable, Sendable {
 /// 4. the signature - bad-signature;
 /// 5. only now the claims are parsed (malformed), then exp (required) - expired, nbf - not-yet-valid,
 ///    aud - wrong-audience, iss - wrong-issuer, the lifetime - lifetime-too-long, the number claim
-///    (required, 1-128 printable characters) - malformed.
+///    (required, 1-128 printable characters) - malformed, status.status_list when present - malformed, and a
+///    status_list claim (JWT) or 65533 (CWT), which only status list tokens hold - malformed.
+/// The status itself (revoked, policy-stale) is CredentialPolicy's, against the lists it holds.
 public struct CredentialVerifier: Sendable {
     public let settings: CredentialSettings
     public let keys: CredentialKeySet
@@ -64,6 +69,10 @@ public struct CredentialVerifier: Sendable {
 
     func check(_ payload: [UInt8], now: Double) throws(Refusal) -> VerifiedPass {
         let token = try parse(payload)
+        // A status list token signed by a site key must never pass for a pass (its sub is a uri).
+        if let type = token.type, StatusListToken.isAnyStatusListType(type) {
+            throw Refusal(.malformed, "typ \(Self.shown(type)) is a status list token, not a pass")
+        }
         // ParsedToken carries an algorithm only when it is one of ours; the parsers refuse the rest.
         guard let algorithm = token.algorithm else {
             throw Refusal(.algorithmNotAllowed, "alg \(token.algorithmName) is not allowed")
@@ -91,7 +100,7 @@ public struct CredentialVerifier: Sendable {
         }
         return VerifiedPass(format: token.format, algorithm: algorithm, number: number, keyID: key.keyID,
                             tokenID: claims.tokenIDText, tokenIDBytes: claims.tokenID, issuer: claims.issuer,
-                            expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json)
+                            expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json, status: claims.status)
     }
 
     func parse(_ payload: [UInt8]) throws(Refusal) -> ParsedToken {

@@ -20,6 +20,12 @@ public enum RefusalReason: String, CaseIterable, Sendable {
     case lifetimeTooLong = "lifetime-too-long"
     /// credential-one-time: this pass's jti (CWT: cti) was already accepted on this kiosk.
     case replayed
+    /// credential-status-list: the pass's entry in its Token Status List is not 0 (VALID): 1 INVALID,
+    /// 2 SUSPENDED or any other value; or its idx lies beyond the list.
+    case revoked
+    /// credential-status-list: the pass names a status list that is past its exp (policy-stale = deny)
+    /// or that this kiosk does not hold (missing, refused, rolled back; policy-stale = deny or allow-known).
+    case policyStale = "policy-stale"
     /// Not a pass of an enabled format, or one that breaks its format's rules (syntax, sizes, duplicate
     /// members, `crit`, a missing or mistyped claim, no jti while credential-one-time is on).
     case malformed

@@ -43,6 +43,8 @@ enum FuzzTargets {
         FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose,
                    mustReach: CredentialFuzz.steps, reach: CredentialFuzz.coseReach),
         FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
+        FuzzTarget(name: "statuslist", summary: "Token Status Lists: bounded zlib inflate, bit unpacking, statuslist+jwt claims, verifier",
+                   run: StatusListFuzz.run),
         FuzzTarget(name: "replaystore", summary: "the one-time store on a hostile file, and consumes with a clock stepped ahead",
                    run: ReplayStoreFuzz.run),
         FuzzTarget(name: "mqttcommand", summary: "MQTTCommandParser.parse (MQTT commands) and the result message", run: MQTTCommandFuzz.run),

@@ -80,6 +80,18 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertTrue(check.stdoutText.contains("serial = /dev/scangate-serial"), check.stdoutText)
     }
 
+    func testTheRevocationConfigChecks() throws {
+        let config = configLines(try readmeLines("Revocation, hours and anti-passback"))
+        XCTAssertEqual(config, ["[credential]", "credential-status-list = /etc/scangate/status-lists", "[policy]", "policy-stale = deny"])
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try TestFiles.write(config.joined(separator: "\n") + "\n", to: dir + "/scangate.conf")
+        let check = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertTrue(check.stdoutText.contains("credential-status-list = /etc/scangate/status-lists"), check.stdoutText)
+        XCTAssertTrue(check.stdoutText.contains("policy-stale = deny"), check.stdoutText)
+    }
+
     /// The signed-pass section as an installer runs it: keygen, issue, verify, and the config checked
     /// with the keys keygen wrote; the pass is accepted by a verify that uses the config's audience.
     func testTheSignedPassDoorCommandsAndConfigAgree() throws {

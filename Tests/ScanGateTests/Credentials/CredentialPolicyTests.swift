@@ -77,7 +77,7 @@ final class CredentialPolicyTests: XCTestCase {
     func testEveryReasonHasItsText() {
         XCTAssertEqual(RefusalReason.allCases.map(\.rawValue), [
             "bad-signature", "unknown-key", "algorithm-not-allowed", "expired", "not-yet-valid", "wrong-audience",
-            "wrong-issuer", "lifetime-too-long", "replayed", "malformed", "clock not synchronised", "replay store failed",
+            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "policy-stale", "malformed", "clock not synchronised", "replay store failed",
         ])
     }
 

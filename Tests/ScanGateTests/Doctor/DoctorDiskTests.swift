@@ -57,6 +57,16 @@ final class DoctorDiskTests: XCTestCase {
         XCTAssertEqual(DiskDoctor.rows(RunSettings(), probe: probe(free: 0)), [], "nothing written: no rows")
     }
 
+    func testStatusListsAddTheRollbackGuardsDirectory() {
+        var s = settings("/mnt/kiosk")
+        s.credential.statusList = "/etc/scangate/status-lists"
+        s.policy.stateFile = "/mnt/kiosk/policy-state"
+        let rows = DiskDoctor.rows(s, probe: probe(free: 0))
+        XCTAssertEqual(rows.first?.check, "disk /mnt/kiosk")
+        XCTAssertTrue(rows.first?.detail.contains("for credential-replay-store, policy-state-file: one-time passes are refused as "
+                                                  + "'replay store failed'; a newer status list cannot be recorded") ?? false, "\(rows)")
+    }
+
     /// The real statvfs and mountinfo on this machine's temporary directory: a pass that names a mount,
     /// and a directory not made yet judged by its parent.
     func testTheRealFileSystemOfATemporaryDirectory() throws {

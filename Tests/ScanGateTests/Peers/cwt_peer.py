@@ -4,11 +4,12 @@ with cbor2 and cryptography (Tests/python-requirements.txt). Passes travel as "S
 
   cwt_peer.py cases DIR              writes DIR/peer-cwt.jwks (an Ed25519 and a P-256 key) and prints a JSON list
                                      of passes with the verdict a kiosk with aud "front-door" must give
-  cwt_peer.py issue DIR [--aud X] [--iss X] [--kid X] [--key-kid X]
+  cwt_peer.py issue DIR [--aud X] [--iss X] [--kid X] [--key-kid X] [--status-idx N --status-uri U]
                                      writes DIR/peer-cwt.jwks (one Ed25519 key, kid --key-kid, default peer-ed) and
                                      prints {"jwks", "token"}: one EdDSA pass for sub 4711 valid 10 minutes whose
                                      header kid is --kid (default the key's, as UTF-8 bytes) and whose aud and iss
-                                     are as given (absent when not given)
+                                     are as given (absent when not given), and with --status-uri the status
+                                     claim (65535) naming entry N of the status list U
   cwt_peer.py verify JWKS PASS [--aud X]
                                      verifies a pass ScanGate issued; prints its claims as JSON, or
                                      "refused: ..." and exits 1
@@ -134,6 +135,12 @@ def issue(directory, options):
     for option, claim in (("--aud", "aud"), ("--iss", "iss")):
         if option in options:
             claims[claim] = options[option]
+    if "--status-uri" in options:
+        # draft-ietf-oauth-status-list: the status claim (65535) of a Referenced Token in CWT form.
+        # The cwt package drops an unknown claim from a dict keyed by names, so every claim goes by its label.
+        labels = {"iss": 1, "sub": 2, "aud": 3, "exp": 4, "nbf": 5, "iat": 6}
+        claims = {labels[k]: v for k, v in claims.items()}
+        claims[65535] = {"status_list": {"idx": int(options["--status-idx"]), "uri": options["--status-uri"]}}
     key = COSEKey.from_pem(pem(ed), kid=options.get("--kid", key_kid))
     print(json.dumps({"jwks": jwks_path, "token": as_pass(cwt.encode(claims, key))}))
 

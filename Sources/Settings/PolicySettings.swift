@@ -1,0 +1,45 @@
+import Core
+
+/// What a kiosk does with a Token Status List past its `exp` (policy-stale).
+public enum PolicyStale: String, CaseIterable, Sendable {
+    /// A pass checked against a stale list, or against a list the kiosk does not hold, is refused as
+    /// `policy-stale` (the default: a kiosk cut off from its site stops letting people in).
+    case deny
+    /// A stale list still decides: its VALID entries are accepted, the rest refused as `revoked`. A pass
+    /// whose list the kiosk does not hold is refused as `policy-stale`.
+    case allowKnown = "allow-known"
+    /// As allow-known, and a pass whose list the kiosk does not hold is accepted too (logged).
+    case allow
+}
+
+/// The `[policy]` options this build has: how stale status lists are handled and where the rollback
+/// guard (the newest `iat` held per status-list uri) is kept. Defaults written once here.
+public struct PolicySettings: SettingsSection {
+    /// policy-stale = deny | allow-known | allow.
+    public var stale: PolicyStale = .deny
+    /// policy-state-file: an absolute path; the newest status-list iat per uri, across restarts.
+    public var stateFile: String = "/var/lib/scangate/policy-state"
+
+    public init() {}
+
+    public static func parseStale(_ text: String) throws(UsageError) -> PolicyStale {
+        guard let value = PolicyStale(rawValue: text.trimmedOfSpaces.lowercased()) else {
+            throw UsageError("--policy-stale: '\(text)' is not one of deny, allow-known, allow")
+        }
+        return value
+    }
+
+    /// Checks the options; each error names the option and what is allowed.
+    public func validate() throws(UsageError) {
+        guard stateFile.hasPrefix("/"), stateFile.count > 1, !stateFile.hasSuffix("/") else {
+            throw UsageError("--policy-state-file: '\(stateFile)' must be an absolute path to a file (default /var/lib/scangate/policy-state)")
+        }
+    }
+}
+
+extension RunSettings {
+    public var policy: PolicySettings {
+        get { self[PolicySettings.self] }
+        set { self[PolicySettings.self] = newValue }
+    }
+}

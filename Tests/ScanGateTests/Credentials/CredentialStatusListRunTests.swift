@@ -1,0 +1,217 @@
+import Core
+@testable import Credentials
+import Foundation
+import Platform
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Token Status Lists through `scangate run`, as a site runs it: the lists and the passes made by an issuer
+/// that is not ours (Python's zlib and PyJWT, Peers/statuslist_peer.py), shown to the daemon as QR codes in
+/// a simulated scene; each pass judged once with its reason in the JSON line and the log.
+final class CredentialStatusListRunTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        dir = try TestFiles.temporaryDirectory()
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    let uri = "https://s/1"
+    var now: Int64 { CredentialFixtures.now }
+
+    /// A status list token file from the peer; returns the site's JWKS.
+    @discardableResult
+    func writeList(_ file: String, _ args: [String]) throws -> String {
+        let result = try PythonPeers.run("statuslist_peer.py", ["list", dir, dir + "/" + file, "--uri", uri] + args)
+        XCTAssertEqual(result.status, 0)
+        return dir + "/site.jwks"
+    }
+
+    /// A PyJWT pass for `sub` whose status names entry `idx` of the list.
+    func pass(_ sub: String, idx: Int) throws -> String {
+        try PythonPeers.run("statuslist_peer.py", ["pass", dir, "--sub", sub, "--idx", String(idx), "--uri", uri])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A scene showing each token for 4 frames, then 3 blank ones (a `sim:` scenario).
+    func scenario(_ tokens: [String]) throws -> String {
+        var text = "size 320x320\nfps 30\nbackground 255\nframes \(tokens.count * 7 + 3)\n"
+        for (n, token) in tokens.enumerated() {
+            XCTAssertFalse(token.contains("\"") || token.contains("\\"))
+            text += "code qr \"\(token)\" frames \(n * 7)-\(n * 7 + 3) module 3\n"
+        }
+        let path = dir + "/passes-\(UUID().uuidString.prefix(8)).scenario"
+        try TestFiles.write(text, to: path)
+        return path
+    }
+
+    func args(_ scene: String, jwks: String, list: String, extra: [String] = []) -> [String] {
+        ["run", "--camera", "sim:" + scene, "--fast", "--credential-format", "jwt", "--credential-keys", jwks,
+         "--credential-status-list", dir + "/" + list, "--policy-state-file", dir + "/policy-state",
+         "--credential-require-synced-clock=no"] + extra
+    }
+
+    /// Runs the daemon to the end of the scene: its exit status, the verdict of each JSON line, the log.
+    func run(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> (verdicts: [String], events: [JSONValue], log: String) {
+        let result = try ScangateProcess.run(arguments, timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stderr, file: file, line: line)
+        let events = try result.stdoutLines.map { try JSONValue.parse($0) }
+        return (events.map { $0["rejected"]?.stringValue ?? "accepted" }, events, result.stderr)
+    }
+
+    func testARevokedPassIsRefusedAndThePassNextToItIsAccepted() throws {
+        let jwks = try writeList("list.jwt", ["--size", "16", "--bits", "2", "--set", "5=1,7=2"])
+        let tokens = [try pass("1005", idx: 5), try pass("1006", idx: 6), try pass("1007", idx: 7)]
+        let out = try run(args(try scenario(tokens), jwks: jwks, list: "list.jwt"))
+        XCTAssertEqual(out.verdicts, ["revoked", "accepted", "revoked"], out.log)
+        XCTAssertEqual(out.events[1]["credential"]?["number"]?.stringValue, "1006")
+        XCTAssertNil(out.events[0]["credential"])
+        XCTAssertTrue(out.log.contains("credentials: 1 status list (\"https://s/1\": 16 entries of 2 bits, kid site"), out.log)
+        let refusals = out.log.split(separator: "\n").filter { $0.contains("credential refused: revoked (") }
+        XCTAssertEqual(refusals.count, 2, out.log)
+        XCTAssertTrue(refusals[0].contains("idx 5 is 1 INVALID"), String(refusals[0]))
+        XCTAssertTrue(refusals[1].contains("idx 7 is 2 SUSPENDED"), String(refusals[1]))
+        // Neither a pass nor the list token is ever printed whole.
+        let listToken = String(decoding: FileManager.default.contents(atPath: dir + "/list.jwt") ?? Data(), as: UTF8.self)
+        for token in tokens + [listToken.trimmingCharacters(in: .whitespacesAndNewlines)] {
+            XCTAssertFalse(out.log.contains(String(token.suffix(40))), "a token is in the log")
+        }
+        print("status list through run: \(out.verdicts.joined(separator: ", "))")
+    }
+
+    /// CWT passes from the `cwt` package, whose status claim (65535) names entries of the same list.
+    func testCWTPassesFromTheCWTPackageAreCheckedAgainstTheList() throws {
+        let siteJWKS = try writeList("list.jwt", ["--size", "16", "--set", "5=1"])
+        var keys: [JSONValue] = try JSONValue.parse(String(contentsOfFile: siteJWKS, encoding: .utf8))["keys"]?.arrayValue ?? []
+        var tokens: [String] = []
+        for (n, idx) in [5, 6].enumerated() {
+            let peerDir = dir + "/cwt\(n)"
+            try FileManager.default.createDirectory(atPath: peerDir, withIntermediateDirectories: true)
+            let made = try JSONValue.parse(try PythonPeers.run("cwt_peer.py", ["issue", peerDir, "--key-kid", "cwt-\(n)",
+                                                                               "--status-idx", String(idx), "--status-uri", uri]).stdout)
+            tokens.append(made["token"]?.stringValue ?? "")
+            keys += try JSONValue.parse(String(contentsOfFile: peerDir + "/peer-cwt.jwks", encoding: .utf8))["keys"]?.arrayValue ?? []
+        }
+        let jwks = dir + "/all.jwks"
+        try TestFiles.write("{\"keys\":[" + keys.map(\.text).joined(separator: ",") + "]}", to: jwks)
+        XCTAssertEqual(chmod(jwks, 0o644), 0)
+        let out = try run(args(try scenario(tokens), jwks: jwks, list: "list.jwt").map { $0 == "jwt" ? "any" : $0 })
+        XCTAssertEqual(out.verdicts, ["revoked", "accepted"], out.log)
+        XCTAssertEqual(out.events[1]["credential"]?["format"]?.stringValue, "cwt")
+        print("cwt package passes through run: \(out.verdicts.joined(separator: ", "))")
+    }
+
+    func testAStaleListIsHandledAsPolicyStaleSays() throws {
+        let now = self.now
+        let jwks = try writeList("stale.jwt", ["--size", "8", "--set", "2=1", "--iat", String(now - 7200), "--exp", String(now - 3600)])
+        let tokens = [try pass("2001", idx: 1), try pass("2002", idx: 2)]
+        let scene = try scenario(tokens)
+        var seen: [String: [String]] = [:]
+        for mode in ["deny", "allow-known", "allow"] {
+            let out = try run(args(scene, jwks: jwks, list: "stale.jwt", extra: ["--policy-stale", mode]))
+            seen[mode] = out.verdicts
+            if mode != "deny" {
+                XCTAssertTrue(out.log.contains("expired at") && out.log.contains("it still decides (policy-stale = \(mode))"), out.log)
+            }
+        }
+        XCTAssertEqual(seen["deny"], ["policy-stale", "policy-stale"])
+        XCTAssertEqual(seen["allow-known"], ["accepted", "revoked"])
+        XCTAssertEqual(seen["allow"], ["accepted", "revoked"])
+        // The default is deny.
+        let byDefault = try run(args(scene, jwks: jwks, list: "stale.jwt"))
+        XCTAssertEqual(byDefault.verdicts, ["policy-stale", "policy-stale"])
+        print("stale list through run: \(seen.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.joined(separator: ","))" }.joined(separator: "; "))")
+    }
+
+    func testARolledBackListIsRefusedAfterARestart() throws {
+        let now = self.now
+        let jwks = try writeList("list.jwt", ["--size", "8", "--iat", String(now - 10)])
+        let scene = try scenario([try pass("3001", idx: 1)])
+        let first = try run(args(scene, jwks: jwks, list: "list.jwt"))
+        XCTAssertEqual(first.verdicts, ["accepted"], first.log)
+        let state = String(decoding: FileManager.default.contents(atPath: dir + "/policy-state") ?? Data(), as: UTF8.self)
+        XCTAssertEqual(state, "{\"status_lists\":[{\"uri\":\"https://s/1\",\"iat\":\(now - 10)}]}\n")
+        // An older list, correctly signed, that revokes the pass, put in its place: refused at the next start;
+        // the newer list, kept beside the state file, stays in force.
+        try writeList("list.jwt", ["--size", "8", "--set", "1=1", "--iat", String(now - 100)])
+        let second = try run(args(scene, jwks: jwks, list: "list.jwt"))
+        XCTAssertEqual(second.verdicts, ["accepted"], second.log)
+        XCTAssertTrue(second.log.contains("credential-status-list refused: ") && second.log.contains("rolled back: iat"), second.log)
+        XCTAssertTrue(second.log.contains("credential-status-list: the kept copy of \"https://s/1\" stays in force"), second.log)
+        XCTAssertEqual(String(decoding: FileManager.default.contents(atPath: dir + "/policy-state") ?? Data(), as: UTF8.self), state,
+                       "the rollback guard still holds the newer iat")
+        // Without the kept copy the rolled-back list is still refused, and its passes meet policy-stale.
+        try FileManager.default.removeItem(atPath: dir + "/policy-state.lists")
+        let third = try run(args(scene, jwks: jwks, list: "list.jwt"))
+        XCTAssertEqual(third.verdicts, ["policy-stale"], third.log)
+        XCTAssertTrue(third.log.contains("its list was refused at start"), third.log)
+        print("rollback through run: \(first.verdicts[0]) with iat now-10; after a restart with iat now-100: \(second.verdicts[0]) "
+              + "(the kept list), \(third.verdicts[0]) without it")
+    }
+
+    /// SIGHUP re-reads the lists with the configuration: a pass accepted on the first list is refused as
+    /// revoked after a newer list revokes it, and an older list put back is refused (rolled back) without
+    /// a restart, the kept newer one staying in force. The pass stays in a looping scene; each step waits for the log line that says it happened.
+    func testSIGHUPReadsANewerListAndRefusesARolledBackOne() throws {
+        let now = self.now
+        let jwks = try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
+        let token = try pass("4001", idx: 5)
+        let scene = dir + "/loop.scenario"
+        try TestFiles.write("size 320x320\nfps 20\nframes 20\nloop\ncode qr \"\(token)\" frames 0-4 module 3\n", to: scene)
+        let daemon = try RunningScangate(args(scene, jwks: jwks, list: "list.jwt").filter { $0 != "--fast" } + ["--hold-off-ms", "300"], in: dir)
+        func verdicts() -> [String] { daemon.stdoutLines.compactMap { try? JSONValue.parse($0) }.map { $0["rejected"]?.stringValue ?? "accepted" } }
+        func loads() -> Int { daemon.stderrLines.filter { $0.contains("credentials: ") && $0.contains("policy-stale = deny, rollback guard") }.count }
+        XCTAssertTrue(waitUntil(60) { verdicts().contains("accepted") }, daemon.stderrText)
+        // A newer list that revokes entry 5.
+        try writeList("list.jwt", ["--size", "8", "--set", "5=1", "--iat", String(now - 10)])
+        var seen = verdicts().count
+        kill(daemon.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitUntil(30) { loads() >= 2 }, daemon.stderrText)
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "revoked" }, daemon.stderrText)
+        // The first list again (older iat, entry 5 still VALID): refused; the kept newer list stays in force.
+        try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
+        seen = verdicts().count
+        kill(daemon.process.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("rolled back: iat") } }, daemon.stderrText)
+        XCTAssertTrue(waitUntil(30) { loads() >= 3 }, daemon.stderrText)
+        seen = verdicts().count   // read after the reload from here on (one may still be on its way)
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 }, daemon.stderrText)
+        XCTAssertEqual(verdicts().last, "revoked", "the rolled-back list let the revoked pass in")
+        XCTAssertTrue(daemon.stderrLines.contains { $0.contains("the kept copy of \"https://s/1\" stays in force") }, daemon.stderrText)
+        XCTAssertEqual(daemon.stop(), 0)
+        print("SIGHUP through run: \(Array(Set(verdicts())).sorted().joined(separator: ", ")) over \(verdicts().count) reads")
+    }
+
+    func testBadStatusListOptionsExit2WithOneLineNamingThem() throws {
+        let jwks = try writeList("list.jwt", ["--size", "8"])
+        let scene = try scenario([])
+        let missing = args(scene, jwks: jwks, list: "list.jwt").map { $0 == dir + "/list.jwt" ? dir + "/absent.jwt" : $0 }
+        let a = try ScangateProcess.run(missing)
+        XCTAssertEqual(a.status, 2)
+        XCTAssertEqual(a.stderr.split(separator: "\n").count, 1, a.stderr)
+        XCTAssertTrue(a.stderr.contains("credential-status-list \(dir)/absent.jwt: "), a.stderr)
+        // check-config refuses it alike (and records nothing in the state file).
+        try TestFiles.write("[credential]\ncredential-format = jwt\ncredential-keys = \(jwks)\ncredential-status-list = \(dir)/absent.jwt\n"
+                            + "[policy]\npolicy-state-file = \(dir)/policy-state\n", to: dir + "/scangate.conf")
+        let checked = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(checked.status, 2, checked.stderr)
+        XCTAssertTrue(checked.stderr.contains("credential-status-list \(dir)/absent.jwt: "), checked.stderr)
+        try TestFiles.write("[credential]\ncredential-format = jwt\ncredential-keys = \(jwks)\ncredential-status-list = \(dir)/list.jwt\n"
+                            + "[policy]\npolicy-state-file = \(dir)/policy-state\n", to: dir + "/scangate.conf")
+        let good = try ScangateProcess.run(["check-config", dir + "/scangate.conf"])
+        XCTAssertEqual(good.status, 0, good.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/policy-state"), "check-config wrote the rollback guard")
+        let b = try ScangateProcess.run(args(scene, jwks: jwks, list: "list.jwt", extra: ["--policy-stale", "maybe"]))
+        XCTAssertEqual(b.status, 2)
+        XCTAssertEqual(b.stderr.split(separator: "\n").count, 1, b.stderr)
+        XCTAssertTrue(b.stderr.contains("policy-stale") && b.stderr.contains("deny, allow-known, allow"), b.stderr)
+        let c = try ScangateProcess.run(args(scene, jwks: jwks, list: "list.jwt", extra: ["--policy-state-file", "relative"]))
+        XCTAssertEqual(c.status, 2)
+        XCTAssertTrue(c.stderr.contains("--policy-state-file: 'relative' must be an absolute path"), c.stderr)
+    }
+}
