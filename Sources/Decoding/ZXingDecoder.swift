@@ -11,7 +11,8 @@ import Settings
 ///    for the 1D formats; each region cropped (its grey levels stretched when faded) and read for the 2D
 ///    formats, again with the global-histogram binarizer, and inverted (`invertRetry`: dark mode); a
 ///    region with an Aztec bull's eye is turned upright, enlarged and read for Aztec;
-/// 2. the whole frame with zxing's global-histogram binarizer (`globalRetry`);
+/// 2. the whole frame with zxing's global-histogram binarizer (`globalRetry`), then at half size (each
+///    2x2 pixels averaged: sensor noise halved) for QR and Micro QR;
 /// 3. the square regions (2D codes, at most two) turned upright and enlarged 2.5x, read for Aztec and
 ///    DataMatrix: zxing-cpp 1.4 looks for both only from the image centre.
 /// Without `regions` (decode-image, the bench's library column) it is the whole frame, then the global
@@ -40,6 +41,8 @@ public final class ZXingDecoder: Decoder {
         /// QR, Micro QR and DataMatrix: global-histogram binarizer, and inverted.
         var global: ZXingReader
         var inverted: ZXingReader
+        /// QR and Micro QR on the frame at half size: heavy sensor noise averaged away.
+        var halfSize: ZXingReader
         /// Aztec alone (bull's eye), and Aztec with DataMatrix (square regions).
         var aztec: ZXingReader
         var upright: ZXingReader
@@ -95,6 +98,7 @@ public final class ZXingDecoder: Decoder {
                                 flags: flags),
             global: ZXingReader(formats: qrLike, flags: flags | UInt32(ZXSHIM_BINARIZER_GLOBAL)),
             inverted: ZXingReader(formats: qrLike, flags: flags),
+            halfSize: ZXingReader(formats: formats & (format(.qr) | format(.microqr)), flags: flags),
             aztec: ZXingReader(formats: aztec, flags: flags),
             upright: ZXingReader(formats: aztec | (formats & format(.datamatrix)), flags: flags),
             bars: bars)
@@ -136,7 +140,13 @@ public final class ZXingDecoder: Decoder {
             for region in regions.busy where region.isBarLike {
                 guard let crop = RegionImage.crop(region, marginX: 30, marginY: 10, width: width, height: height, luma: luma)
                 else { continue }
-                let found = bars.decode(width: crop.width, height: crop.height, luma: crop.pixels).map { symbol in
+                // A short code (UPC-E, EAN-8, ITF, Codabar, DataBar) over less than 60% of the bars is most
+                // likely a piece of a longer one that zbar could not read whole (an EAN-13's right half
+                // reads as a UPC-E): not reported.
+                let whole = bars.decode(width: crop.width, height: crop.height, luma: crop.pixels).filter { symbol in
+                    !ZXingDecoder.shortCodes.contains(symbol.symbology) || symbol.bounds.w * 10 >= region.width * 6
+                }
+                let found = whole.map { symbol in
                     var s = symbol
                     s.corners = symbol.corners.map(crop.framePoint)
                     s.bounds = Rect(enclosing: s.corners)
@@ -174,6 +184,10 @@ public final class ZXingDecoder: Decoder {
             let global = read(globalReader, width: width, height: height, luma: luma)
             guard global.isEmpty else { return global }
         }
+        if readers.halfSize.formats != 0, let half = RegionImage.halfSize(width: width, height: height, luma: luma) {
+            let found = read(readers.halfSize, half)
+            if !found.isEmpty { return found }
+        }
         guard readers.upright.formats != 0 else { return [] }
         for region in regions.square.prefix(2) where region.width <= 200 && region.height <= 200 {
             let side = max(region.width, region.height) * 13 / 10 + 16
@@ -185,6 +199,9 @@ public final class ZXingDecoder: Decoder {
         }
         return []
     }
+
+    /// The 1D codes short enough to be found inside a longer one.
+    static let shortCodes: Set<Symbology> = [.upce, .ean8, .i25, .codabar, .databar, .databarExp]
 
     /// One read of a region image, the symbols' corners put back in frame pixels.
     private func read(_ reader: ZXingReader, _ image: RegionImage) -> [DecodedSymbol] {
