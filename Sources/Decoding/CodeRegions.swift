@@ -27,13 +27,14 @@ struct RegionFinder {
     /// Fewer blocks than this is a speck, not a code (6 blocks: about 24x24 pixels at the least).
     var minBlocks = 6
 
-    /// The busy regions (any mix of edges) and the square ones (only blocks whose horizontal and
-    /// vertical energies are within 1.7x of each other: 2D codes, not bars or lines of text), each the
-    /// most energetic `maxRegions` first.
-    func find(width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>) -> (busy: [CodeRegion], square: [CodeRegion]) {
+    /// The busy regions (any mix of edges), the square ones (only blocks whose horizontal and vertical
+    /// energies are within 1.7x of each other: 2D codes, not bars or lines of text) and the faint ones
+    /// (blocks busy, but not enough to be in a busy region), each the most energetic `maxRegions` first.
+    func find(width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>)
+        -> (busy: [CodeRegion], square: [CodeRegion], faint: [CodeRegion]) {
         let b = RegionFinder.block
         let bw = width / b, bh = height / b
-        guard bw >= 3, bh >= 3, luma.count >= width * height else { return ([], []) }
+        guard bw >= 3, bh >= 3, luma.count >= width * height else { return ([], [], []) }
         var gx = [Int32](repeating: 0, count: bw * bh)
         var gy = [Int32](repeating: 0, count: bw * bh)
         gx.withUnsafeMutableBufferPointer { gx in
@@ -75,7 +76,13 @@ struct RegionFinder {
         let square = components(bw: bw, bh: bh, energy: energy, gx: gx, gy: gy) {
             energy[$0] >= threshold && gx[$0] * 10 <= gy[$0] * 17 && gy[$0] * 10 <= gx[$0] * 17
         }
-        return (busy, square)
+        // Faint: 1.8x the typical block and 4 levels above it, but under the busy threshold: a dim code
+        // beside a bright label, which the label's region would swallow and its stretch would miss.
+        let weak = max(median * 9 / 5, median + 4)
+        let faint = components(bw: bw, bh: bh, energy: energy, gx: gx, gy: gy) {
+            energy[$0] >= weak && energy[$0] < threshold
+        }
+        return (busy, square, faint)
     }
 
     /// Clusters of the blocks `keep` accepts, a block joining its neighbours up to two blocks away

@@ -13,7 +13,9 @@ import Settings
 ///    region with an Aztec bull's eye is turned upright, enlarged and read for Aztec;
 /// 2. the whole frame with zxing's global-histogram binarizer (`globalRetry`), then at half size (each
 ///    2x2 pixels averaged: sensor noise halved) for QR and Micro QR;
-/// 3. the square regions (2D codes, at most two) turned upright and enlarged 2.5x, read for Aztec and
+/// 3. the faint regions (at most two, up to 200 px: a dim code beside a bright label) cropped, stretched
+///    and read for QR, Micro QR and DataMatrix with either binarizer;
+/// 4. the square regions (2D codes, at most two) turned upright and enlarged 2.5x, read for Aztec and
 ///    DataMatrix: zxing-cpp 1.4 looks for both only from the image centre.
 /// Without `regions` (decode-image, the bench's library column) it is the whole frame, then the global
 /// binarizer, then the inverted frame.
@@ -38,9 +40,10 @@ public final class ZXingDecoder: Decoder {
     private struct RegionReaders {
         /// Every enabled 2D format, local-average binarizer.
         var matrix: ZXingReader
-        /// QR, Micro QR and DataMatrix: global-histogram binarizer, and inverted.
+        /// QR, Micro QR and DataMatrix: global-histogram binarizer, and local-average (the inverted crops,
+        /// the faint regions).
         var global: ZXingReader
-        var inverted: ZXingReader
+        var qrLike: ZXingReader
         /// QR and Micro QR on the frame at half size: heavy sensor noise averaged away.
         var halfSize: ZXingReader
         /// Aztec alone (bull's eye), and Aztec with DataMatrix (square regions).
@@ -97,7 +100,7 @@ public final class ZXingDecoder: Decoder {
             matrix: ZXingReader(formats: formats & Symbology.allCases.filter(\.is2D).reduce(UInt32(0)) { $0 | format($1) },
                                 flags: flags),
             global: ZXingReader(formats: qrLike, flags: flags | UInt32(ZXSHIM_BINARIZER_GLOBAL)),
-            inverted: ZXingReader(formats: qrLike, flags: flags),
+            qrLike: ZXingReader(formats: qrLike, flags: flags),
             halfSize: ZXingReader(formats: formats & (format(.qr) | format(.microqr)), flags: flags),
             aztec: ZXingReader(formats: aztec, flags: flags),
             upright: ZXingReader(formats: aztec | (formats & format(.datamatrix)), flags: flags),
@@ -163,7 +166,7 @@ public final class ZXingDecoder: Decoder {
             if found.isEmpty { found = read(readers.global, crop) }
             if found.isEmpty, invertRetry {
                 crop.invert()
-                found = read(readers.inverted, crop)
+                found = read(readers.qrLike, crop)
                 lastFoundInverted = !found.isEmpty
             }
             if found.isEmpty, readers.aztec.formats != 0,
@@ -186,6 +189,16 @@ public final class ZXingDecoder: Decoder {
         }
         if readers.halfSize.formats != 0, let half = RegionImage.halfSize(width: width, height: height, luma: luma) {
             let found = read(readers.halfSize, half)
+            if !found.isEmpty { return found }
+        }
+        var faintReads = 0
+        for region in regions.faint where region.width <= 200 && region.height <= 200 && faintReads < 2 {
+            faintReads += 1
+            guard var crop = RegionImage.crop(region, marginX: 20, marginY: 20, width: width, height: height, luma: luma)
+            else { continue }
+            crop.stretchLowContrast()
+            var found = read(readers.qrLike, crop)
+            if found.isEmpty { found = read(readers.global, crop) }
             if !found.isEmpty { return found }
         }
         guard readers.upright.formats != 0 else { return [] }

@@ -206,6 +206,31 @@ final class ZXingDecoderTests: XCTestCase {
         XCTAssertTrue(bounds.x >= 340 && bounds.x < 480 && bounds.y >= 300 && bounds.y < 460, "\(bounds)")
     }
 
+    /// A dim QR code (modules about 30 grey levels apart) below a bright label of text: too faint for a busy
+    /// region, and the label's bright peak spoils the global binarizer's threshold; the code's own faint
+    /// region, stretched, is read.
+    func testADimCodeBesideABrightLabelIsRead() throws {
+        var frame = try simulated("frames 3\nnoise 3\ncode qr \"dim beside a label\" frames 0-2 module 4 contrast 0.12 at 240,200\n")
+        var state: UInt32 = 0x1234567
+        func next() -> Int {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            return Int(state % 1000)
+        }
+        for y in 40..<170 { for x in 150..<430 { frame.pixels[y * 640 + x] = UInt8(215 + next() % 5) } }
+        for row in 0..<7 {
+            var x = 160
+            while x < 420 {
+                let length = 10 + next() % 30
+                for dy in 0..<6 { for dx in 0..<min(length, 420 - x) { frame.pixels[(50 + row * 15 + dy) * 640 + x + dx] = 50 } }
+                x += length + 6
+            }
+        }
+        var settings = DecoderSettings()
+        settings.symbologies = Set(Symbology.allCases)
+        XCTAssertEqual(decode(frame, with: ZXingDecoder(settings: settings)).map { String(decoding: $0.data, as: UTF8.self) },
+                       ["dim beside a label"])
+    }
+
     /// Scenes with no code (noise, a gradient, a patch of text-like dashes, a grid) read nothing, however
     /// much of them the region passes look at again.
     func testEmptyScenesReadNothing() throws {
