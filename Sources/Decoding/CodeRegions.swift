@@ -58,17 +58,14 @@ struct RegionFinder {
                 }
             }
         }
-        let n = bw * bh
-        var energy = [Int](repeating: 0, count: n)
-        var histogram = [Int](repeating: 0, count: 1024)
-        for i in 0..<n {
-            let e = Int(gx[i] + gy[i]) / (b * b)
-            energy[i] = e
-            histogram[min(e, 1023)] += 1
+        var (energy, median) = RegionFinder.energies(gx: gx, gy: gy)
+        // Heavy sensor noise (the typical block's mean |difference| 15 levels or more: low light) hides a
+        // code's edges among the noise's: measured again on the frame at half size (2x2 pixels summed),
+        // where the noise is halved and the modules' edges stay.
+        if median >= 15 {
+            RegionFinder.halfSizeDifferences(width: width, height: height, bw: bw, bh: bh, luma: luma, gx: &gx, gy: &gy)
+            (energy, median) = RegionFinder.energies(gx: gx, gy: gy)
         }
-        var median = 0, seen = 0
-        while median < 1023, seen + histogram[median] <= n / 2 { seen += histogram[median]; median += 1 }
-        median = max(1, median)
         // 2.5x the typical block and at least 6 grey levels above it: a low-contrast code (modules 30
         // levels apart) clears it, heavy sensor noise alone does not.
         let threshold = max(median * 5 / 2, median + 6)
@@ -83,6 +80,49 @@ struct RegionFinder {
             energy[$0] >= weak && energy[$0] < threshold
         }
         return (busy, square, faint)
+    }
+
+    /// Each block's mean |difference| per pixel, and the median of them (at least 1).
+    private static func energies(gx: [Int32], gy: [Int32]) -> ([Int], Int) {
+        let n = gx.count
+        let b = RegionFinder.block
+        var energy = [Int](repeating: 0, count: n)
+        var histogram = [Int](repeating: 0, count: 1024)
+        for i in 0..<n {
+            let e = Int(gx[i] + gy[i]) / (b * b)
+            energy[i] = e
+            histogram[min(e, 1023)] += 1
+        }
+        var median = 0, seen = 0
+        while median < 1023, seen + histogram[median] <= n / 2 { seen += histogram[median]; median += 1 }
+        return (energy, max(1, median))
+    }
+
+    /// The blocks' |differences| measured on the frame at half size, each pixel the sum of 2x2: 16
+    /// differences of 4-pixel sums per 8x8 block, the same scale as 64 differences of single pixels.
+    private static func halfSizeDifferences(width: Int, height: Int, bw: Int, bh: Int, luma: UnsafeBufferPointer<UInt8>,
+                                            gx: inout [Int32], gy: inout [Int32]) {
+        let hw = width / 2, hh = height / 2
+        guard hw >= 2, hh >= 2 else { return }
+        var half = [Int32](repeating: 0, count: hw * hh)
+        for y in 0..<hh {
+            let top = 2 * y * width, bottom = top + width
+            for x in 0..<hw {
+                half[y * hw + x] = Int32(luma[top + 2 * x]) + Int32(luma[top + 2 * x + 1]) + Int32(luma[bottom + 2 * x])
+                    + Int32(luma[bottom + 2 * x + 1])
+            }
+        }
+        for i in 0..<gx.count { gx[i] = 0; gy[i] = 0 }
+        let quarter = RegionFinder.block / 2
+        for y in 0..<(hh - 1) where y / quarter < bh {
+            let row = y * hw
+            for x in 0..<(hw - 1) where x / quarter < bw {
+                let k = (y / quarter) * bw + x / quarter
+                let p = half[row + x]
+                gx[k] &+= abs(half[row + x + 1] &- p)
+                gy[k] &+= abs(half[row + hw + x] &- p)
+            }
+        }
     }
 
     /// Clusters of the blocks `keep` accepts, a block joining its neighbours up to two blocks away

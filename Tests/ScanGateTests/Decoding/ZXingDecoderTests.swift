@@ -107,7 +107,8 @@ final class ZXingDecoderTests: XCTestCase {
     }
 
     /// A QR code 32 grey levels from light to dark (a dim phone screen): the local binarizer takes it for
-    /// a flat area; the global-histogram read after it finds it.
+    /// a flat area; the live path's later reads (its region's crop, stretched) find it, and without them
+    /// (`globalRetry` off: the library's read, then the inverted frame) nothing does.
     func testLowContrastCodesAreReadOnTheGlobalRetry() throws {
         // The simulator's contrast 0.15: modules 128 +- 16 on the scene's 160, with sensor noise.
         let scenario = try ScenarioParser.parse(text: "frames 40\nnoise 3\ncode qr \"dim screen 0042\" frames 38 module 4 contrast 0.15 at 100,250\n",
