@@ -29,12 +29,13 @@ struct RegionFinder {
 
     /// The busy regions (any mix of edges), the square ones (only blocks whose horizontal and vertical
     /// energies are within 1.7x of each other: 2D codes, not bars or lines of text) and the faint ones
-    /// (blocks busy, but not enough to be in a busy region), each the most energetic `maxRegions` first.
+    /// (blocks busy, but not enough to be in a busy region) and the bars (busy blocks with twice the
+    /// horizontal differences as vertical), each the most energetic `maxRegions` first.
     func find(width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>)
-        -> (busy: [CodeRegion], square: [CodeRegion], faint: [CodeRegion]) {
+        -> (busy: [CodeRegion], square: [CodeRegion], faint: [CodeRegion], bars: [CodeRegion]) {
         let b = RegionFinder.block
         let bw = width / b, bh = height / b
-        guard bw >= 3, bh >= 3, luma.count >= width * height else { return ([], [], []) }
+        guard bw >= 3, bh >= 3, luma.count >= width * height else { return ([], [], [], []) }
         var gx = [Int32](repeating: 0, count: bw * bh)
         var gy = [Int32](repeating: 0, count: bw * bh)
         gx.withUnsafeMutableBufferPointer { gx in
@@ -79,7 +80,12 @@ struct RegionFinder {
         let faint = components(bw: bw, bh: bh, energy: energy, gx: gx, gy: gy) {
             energy[$0] >= weak && energy[$0] < threshold
         }
-        return (busy, square, faint)
+        // Bars: busy blocks whose horizontal differences are twice the vertical ones (a 1D code's bars), apart
+        // from a label of text or a 2D code beside them that the busy region would hold too.
+        let bars = components(bw: bw, bh: bh, energy: energy, gx: gx, gy: gy) {
+            energy[$0] >= threshold && gx[$0] >= gy[$0] * 2
+        }
+        return (busy, square, faint, bars)
     }
 
     /// Each block's mean |difference| per pixel, and the median of them (at least 1).

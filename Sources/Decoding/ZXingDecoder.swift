@@ -7,8 +7,8 @@ import Settings
 ///
 /// On the live path a frame is read once whole; only when that finds nothing, in this order, each only
 /// while nothing is found (docs/decoding.md has what each costs):
-/// 1. the regions with many strong edges (`RegionFinder`, at most three): bar-like ones read by zbar
-///    for the 1D formats; each region cropped (its grey levels stretched when faded) and read for the 2D
+/// 1. the regions with many strong edges (`RegionFinder`, at most three): the bars and the bar-like
+///    regions read by zbar for the 1D formats; each region cropped (its grey levels stretched when faded) and read for the 2D
 ///    formats, again with the global-histogram binarizer, and inverted (`invertRetry`: dark mode); a
 ///    region with an Aztec bull's eye is turned upright, enlarged and read for Aztec;
 /// 2. the whole frame at half size (each 2x2 pixels averaged: sensor noise halved) for QR and Micro QR;
@@ -142,7 +142,7 @@ public final class ZXingDecoder: Decoder {
                            luma: UnsafeBufferPointer<UInt8>) -> [DecodedSymbol] {
         let regions = RegionFinder().find(width: width, height: height, luma: luma)
         if let bars = readers.bars {
-            for region in regions.busy where region.isBarLike {
+            for region in regions.bars + regions.busy.filter(\.isBarLike) {
                 guard let crop = RegionImage.crop(region, marginX: 30, marginY: 10, width: width, height: height, luma: luma)
                 else { continue }
                 // A short code (UPC-E, EAN-8, ITF, Codabar, DataBar) over less than 60% of the bars is most
