@@ -107,7 +107,8 @@ final class ZXingDecoderTests: XCTestCase {
     }
 
     /// A QR code 32 grey levels from light to dark (a dim phone screen): the local binarizer takes it for
-    /// a flat area; the global-histogram read after it finds it.
+    /// a flat area; the live path's later reads (its region's crop, stretched) find it, and without them
+    /// (`globalRetry` off: the library's read, then the inverted frame) nothing does.
     func testLowContrastCodesAreReadOnTheGlobalRetry() throws {
         // The simulator's contrast 0.15: modules 128 +- 16 on the scene's 160, with sensor noise.
         let scenario = try ScenarioParser.parse(text: "frames 40\nnoise 3\ncode qr \"dim screen 0042\" frames 38 module 4 contrast 0.15 at 100,250\n",
@@ -166,6 +167,99 @@ final class ZXingDecoderTests: XCTestCase {
         XCTAssertThrowsError(try ZXingWriter.encode(.codabar, payload: Array("\n\u{1}".utf8))) { error in
             XCTAssertFalse("\(error)".contains("\n"), "\(error)")
         }
+    }
+
+    /// One frame of a scenario (the simulator: its own encoders, sensor noise, blur, rotation).
+    func simulated(_ text: String, frame: Int = 1) throws -> LumaImage {
+        let scenario = try ScenarioParser.parse(text: text, name: "regions", defaults: .init(width: 640, height: 480, fps: 10))
+        return LumaImage(width: 640, height: 480, pixels: try ScenarioRenderer(scenario: scenario).render(frame: frame))
+    }
+
+    /// Issue 20: zxing-cpp 1.4 looks for DataMatrix and Aztec from the image centre only, so a code held
+    /// near a corner of the frame, turned, is not found by the library alone. The second look at the
+    /// frame's busy regions reads it, and its corners are where the code is in the frame.
+    func testOffCentreDataMatrixAndAztecAreReadInTheirRegion() throws {
+        var alone = DecoderSettings()
+        alone.symbologies = Set(Symbology.allCases)
+        for (format, payload, x, y) in [("DataMatrix", "DM-OFF-0001", 40, 50), ("Aztec", "AZ-OFF-0002", 470, 300)] {
+            let frame = try simulated("frames 3\nnoise 3\ncode \(format) \"\(payload)\" frames 0-2 at \(x),\(y) module 4 rotate 20 blur 1\n")
+            let found = decode(frame, with: decoder())
+            XCTAssertEqual(found.map { String(decoding: $0.data, as: UTF8.self) }, [payload], format)
+            XCTAssertTrue(decode(frame, with: ZXingDecoder(settings: alone, regions: false)).isEmpty,
+                          "\(format): the library alone does not find it")
+            let bounds = try XCTUnwrap(found.first?.bounds)
+            XCTAssertTrue(abs(bounds.x - x) < 40 && abs(bounds.y - y) < 40 && bounds.w > 40 && bounds.w < 200,
+                          "\(format) bounds \(bounds)")
+        }
+    }
+
+    /// An EAN-13 at 2 pixels a module, slightly turned, low in the frame (zxing-cpp 1.4 scans a few rows
+    /// near the middle, and misses it): its bar-like region is read by zbar, and the code's box is in frame
+    /// pixels.
+    func testThinBarsAreReadInTheirRegion() throws {
+        let frame = try simulated("frames 3\nnoise 3\ncode EAN13 \"400638133393\" frames 0-2 at 360,330 module 2 rotate 3\n")
+        var alone = DecoderSettings()
+        alone.symbologies = Set(Symbology.allCases)
+        XCTAssertTrue(decode(frame, with: ZXingDecoder(settings: alone, regions: false)).isEmpty, "the library alone")
+        let found = decode(frame, with: decoder())
+        XCTAssertEqual(found.map { String(decoding: $0.data, as: UTF8.self) }, ["4006381333931"])
+        let bounds = try XCTUnwrap(found.first?.bounds)
+        XCTAssertTrue(bounds.x >= 340 && bounds.x < 480 && bounds.y >= 300 && bounds.y < 460, "\(bounds)")
+    }
+
+    /// A dim QR code (modules about 30 grey levels apart) below a bright label of text: too faint for a busy
+    /// region, and the label's bright peak spoils the global binarizer's threshold; the code's own faint
+    /// region, stretched, is read.
+    func testADimCodeBesideABrightLabelIsRead() throws {
+        var frame = try simulated("frames 3\nnoise 3\ncode qr \"dim beside a label\" frames 0-2 module 4 contrast 0.12 at 240,200\n")
+        var state: UInt32 = 0x1234567
+        func next() -> Int {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            return Int(state % 1000)
+        }
+        for y in 40..<170 { for x in 150..<430 { frame.pixels[y * 640 + x] = UInt8(215 + next() % 5) } }
+        for row in 0..<7 {
+            var x = 160
+            while x < 420 {
+                let length = 10 + next() % 30
+                for dy in 0..<6 { for dx in 0..<min(length, 420 - x) { frame.pixels[(50 + row * 15 + dy) * 640 + x + dx] = 50 } }
+                x += length + 6
+            }
+        }
+        var settings = DecoderSettings()
+        settings.symbologies = Set(Symbology.allCases)
+        XCTAssertEqual(decode(frame, with: ZXingDecoder(settings: settings)).map { String(decoding: $0.data, as: UTF8.self) },
+                       ["dim beside a label"])
+    }
+
+    /// Scenes with no code (noise, a gradient, a patch of text-like dashes, a grid) read nothing, however
+    /// much of them the region passes look at again.
+    func testEmptyScenesReadNothing() throws {
+        var state: UInt32 = 0x2545F491
+        func next() -> Int {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            return Int(state % 1000)
+        }
+        var pixels = [UInt8](repeating: 0, count: 640 * 480)
+        for y in 0..<480 {
+            for x in 0..<640 { pixels[y * 640 + x] = UInt8(90 + x / 8 + next() % 7) }
+        }
+        // Dashes of text on a light label, and a grid of lines.
+        for y in 100..<260 { for x in 80..<300 { pixels[y * 640 + x] = UInt8(200 + next() % 5) } }
+        for row in 0..<10 {
+            var x = 90
+            while x < 280 {
+                let length = 8 + next() % 30
+                for dy in 0..<6 { for dx in 0..<min(length, 290 - x) { pixels[(110 + row * 15 + dy) * 640 + x + dx] = 40 } }
+                x += length + 6
+            }
+        }
+        for y in 300..<440 { for x in 380..<600 where x % 12 < 2 || y % 12 < 2 { pixels[y * 640 + x] = 30 } }
+        let scene = LumaImage(width: 640, height: 480, pixels: pixels)
+        let d = decoder()
+        XCTAssertTrue(decode(scene, with: d).isEmpty)
+        XCTAssertTrue(decode(try simulated("frames 3\nnoise 6\n"), with: d).isEmpty)
+        XCTAssertEqual(d.failedReads, 0)
     }
 
     func testFramesThatAreNotWidthTimesHeightFindNothing() {
