@@ -17,9 +17,13 @@ static ssize_t route_write(void *cookie, const char *bytes, size_t count) {
     return (ssize_t)count;
 }
 
+// The installed route, which lives as long as the process (the stream may be written until exit). Held
+// here too, so that LeakSanitizer (the fuzz targets) sees it reachable: glibc's FILE does not keep the
+// cookie where LSan looks.
+static struct stderr_route *installed_route;
+
 int shim_stderr_redirect(shim_stderr_handler handler, void *context) {
     if (!handler) { errno = EINVAL; return -1; }
-    // Lives as long as the process: the stream may be written until exit.
     struct stderr_route *route = malloc(sizeof *route);
     if (!route) return -1;
     route->handler = handler;
@@ -35,6 +39,7 @@ int shim_stderr_redirect(shim_stderr_handler handler, void *context) {
     }
     fflush(stderr);
     stderr = stream;
+    installed_route = route;
     return 0;
 }
 
