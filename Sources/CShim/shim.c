@@ -89,3 +89,7 @@ int shim_adjtimex_read(long *maxerror, long *esterror, int *status) {
     *status = t.status;
     return state;
 }
+
+#include <malloc.h>
+int shim_malloc_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
+int shim_malloc_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }

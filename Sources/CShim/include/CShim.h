@@ -69,6 +69,12 @@ void shim_alsa_silence_errors(void);
 /// with errno set.
 int shim_adjtimex_read(long *maxerror, long *esterror, int *status);
 
+// ---- the allocator (Wiegand's real-time transmitter) ----
+/// mallopt(M_TRIM_THRESHOLD, bytes) and mallopt(M_MMAP_THRESHOLD, bytes) (malloc.h's constants are
+/// macros of a header Swift's Glibc module does not include). Each returns mallopt's 1 (done) or 0.
+int shim_malloc_trim_threshold(int bytes);
+int shim_malloc_mmap_threshold(int bytes);
+
 #endif
 
 #include "StderrRedirect.h"

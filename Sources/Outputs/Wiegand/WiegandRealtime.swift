@@ -75,4 +75,15 @@ public enum WiegandRealtime {
         }
         return .failure(e)
     }
+
+    /// The allocator asked to keep freed memory in the process (glibc's mallopt): no trimming of the heap
+    /// top below 1 GiB free, and blocks up to 32 MiB (the most it accepts) from the heap, not from mmap.
+    /// Otherwise each large buffer the decoder frees (a frame's copy, a crop, zxing's bit matrices) is
+    /// handed back with munmap or madvise, and each of those interrupts every CPU that runs a thread of
+    /// the process, the transmitter's in the middle of a pulse included, to flush its TLB. The cost: the
+    /// daemon's memory does not shrink back after a peak. Returns the settings that took.
+    public static func keepFreedMemory() -> [String] {
+        let took = Allocator.keepFreedMemory()
+        return (took.trim ? ["no heap trimming"] : []) + (took.mmap ? ["blocks up to 32 MiB from the heap"] : [])
+    }
 }

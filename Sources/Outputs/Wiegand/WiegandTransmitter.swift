@@ -397,6 +397,12 @@ final class WiegandTransmitter: Sendable {
         case .success(let what): parts.append("memory locked (\(what))")
         case .failure(let e): missing.append("memory not locked (\(e); the unit needs LimitMEMLOCK=infinity)")
         }
+        let kept = WiegandRealtime.keepFreedMemory()
+        if kept.count == 2 {
+            parts.append("freed memory kept (\(kept.joined(separator: ", ")))")
+        } else {
+            missing.append("freed memory not kept (glibc refused mallopt\(kept.isEmpty ? "" : "; only " + kept.joined()))")
+        }
         let summary = (parts + missing).joined(separator: ", ")
         state.withLock { $0.realtime = summary }
         if missing.isEmpty {
