@@ -436,13 +436,11 @@ def camera_list(rig):
     return "/dev/video0 listed as vivid"
 
 
-def camera_codes_in_order(rig, pixel_format):
-    """Warm-up code until scangate reports it (the whole path is live), then codes A, B, C for 90 frames
-    (1.5 s) each with 60 blank frames (1 s) between; each must be reported exactly once, in order."""
-    Vivid.configure(pixel_format)
+def stream_codes(rig, pixel_format, frames, flags):
+    """Streams a warm-up code into vivid until scangate (`flags` added) reports it, so the whole path is
+    live; then each of `frames` for 90 frames (1.5 s) with 60 blank frames (1 s) before and after; then
+    stops scangate (exit 0 required) and returns it."""
     warmup, blank = code_frame(rig, "HIL-WARMUP", pixel_format), blank_frame(pixel_format)
-    codes = [f"HIL-{pixel_format}-{c}" for c in "ABC"]
-    frames = {c: code_frame(rig, c, pixel_format) for c in codes}
     live, done = threading.Event(), threading.Event()
 
     def schedule():
@@ -450,9 +448,9 @@ def camera_codes_in_order(rig, pixel_format):
             yield warmup
         for _ in range(60):
             yield blank
-        for c in codes:
+        for frame in frames:
             for _ in range(90):
-                yield frames[c]
+                yield frame
             for _ in range(60):
                 yield blank
         done.set()
@@ -462,14 +460,23 @@ def camera_codes_in_order(rig, pixel_format):
     stream = OutputStream(rig, schedule())
     stream.wait_streaming()
     daemon = Daemon(rig, ["--camera", Vivid.capture, "--pixel-format", pixel_format, "--width", "640",
-                          "--height", "480"])
+                          "--height", "480", *flags])
     daemon.wait_for_payload("HIL-WARMUP", 60)
     live.set()
-    wait_until(lambda: done.is_set(), 60, "the frame schedule to be streamed")
-    daemon.wait_for_events(1 + len(codes), 20)
+    wait_until(lambda: done.is_set(), 60 + 10 * len(frames), "the frame schedule to be streamed")
+    daemon.wait_for_events(1 + len(frames), 20)
     status = daemon.terminate()
     stream.stop()
     require(status == 0, f"scangate exited {status} on SIGTERM")
+    return daemon
+
+
+def camera_codes_in_order(rig, pixel_format):
+    """Warm-up code until scangate reports it (the whole path is live), then codes A, B, C for 90 frames
+    (1.5 s) each with 60 blank frames (1 s) between; each must be reported exactly once, in order."""
+    Vivid.configure(pixel_format)
+    codes = [f"HIL-{pixel_format}-{c}" for c in "ABC"]
+    daemon = stream_codes(rig, pixel_format, [code_frame(rig, c, pixel_format) for c in codes], [])
     got = daemon.payloads()
     require(got == ["HIL-WARMUP"] + codes, f"stdout reported {got}, expected {['HIL-WARMUP'] + codes}")
     frames_seen = [e.get("frame") for e in daemon.events()]
@@ -527,35 +534,8 @@ def camera_new_formats(rig):
              ("datamatrix", b"HIL-DM-0042", "DataMatrix", 6, False),
              ("aztec", b"HIL-AZTEC-17C", "Aztec", 6, False),
              ("pdf417", aamva_payload(), "PDF417", 2, False)]
-    warmup, blank = code_frame(rig, "HIL-WARMUP", "GREY"), blank_frame("GREY")
     frames = [symbol_frame(rig, name, payload, symbology, scale, invert) for name, payload, symbology, scale, invert in codes]
-    live, done = threading.Event(), threading.Event()
-
-    def schedule():
-        while not live.is_set():
-            yield warmup
-        for _ in range(60):
-            yield blank
-        for frame in frames:
-            for _ in range(90):
-                yield frame
-            for _ in range(60):
-                yield blank
-        done.set()
-        while True:
-            yield blank
-
-    stream = OutputStream(rig, schedule())
-    stream.wait_streaming()
-    daemon = Daemon(rig, ["--camera", Vivid.capture, "--pixel-format", "GREY", "--width", "640", "--height", "480",
-                          "--symbologies", "all"])
-    daemon.wait_for_payload("HIL-WARMUP", 60)
-    live.set()
-    wait_until(lambda: done.is_set(), 90, "the frame schedule to be streamed")
-    daemon.wait_for_events(1 + len(codes), 20)
-    status = daemon.terminate()
-    stream.stop()
-    require(status == 0, f"scangate exited {status} on SIGTERM")
+    daemon = stream_codes(rig, "GREY", frames, ["--symbologies", "all"])
     events = daemon.events()[1:]
     got = [(e.get("format"), (e.get("data") or "").encode()) for e in events]
     want = [(symbology, payload) for _, payload, symbology, _, _ in codes]
