@@ -11,6 +11,10 @@
  *       through the whole frame, both lines in one request; each pulse and interval is timed from
  *       just before the call that starts the pulse, and a pulse never ends sooner than 20 us after
  *       that call returned.
+ *   gpio-reference wiegand-at CHIP D0 D1 PULSE_US INTERVAL_US FIRST_NS PERIOD_MS BITS...
+ *       The same sender, but frame k (from 0) starts at FIRST_NS + k * PERIOD_MS on CLOCK_MONOTONIC
+ *       (a frame that would start late starts at once): the checks put its frames halfway between the
+ *       daemon's, on two other lines, so both meet the host's noise of the same moment.
  *   gpio-reference pulses CHIP LINE ON_MS OFF_MS COUNT
  *       COUNT pulses high of ON_MS with OFF_MS between, timed with clock_nanosleep(TIMER_ABSTIME) at
  *       normal priority: the way an LED or buzzer thread sleeps between changes.
@@ -41,6 +45,7 @@ static void on_term(int sig) {
 
 static int usage(void) {
     fprintf(stderr, "usage: gpio-reference wiegand CHIP D0 D1 PULSE_US INTERVAL_US GAP_MS BITS... | "
+                    "wiegand-at CHIP D0 D1 PULSE_US INTERVAL_US FIRST_NS PERIOD_MS BITS... | "
                     "pulses CHIP LINE ON_MS OFF_MS COUNT\n");
     return 2;
 }
@@ -105,13 +110,25 @@ static int set_pair(struct gpiod_line_bulk *pair, int d0, int d1) {
     return 0;
 }
 
-static int wiegand(struct gpiod_chip *chip, int argc, char **argv) {
-    long d0o, d1o, pulse_us, interval_us, gap_ms;
-    if (argc < 6 || number(argv[0], 0, 1023, &d0o) || number(argv[1], 0, 1023, &d1o) ||
-        number(argv[2], 1, 100000, &pulse_us) || number(argv[3], 2, 1000000, &interval_us) ||
-        number(argv[4], 0, 60000, &gap_ms) || pulse_us >= interval_us)
+/* `at`: frame k starts at FIRST_NS + k * PERIOD_MS (argv[4], argv[5]); otherwise GAP_MS (argv[4])
+ * after the previous frame's last bit. */
+static int wiegand(struct gpiod_chip *chip, int argc, char **argv, int at) {
+    long d0o, d1o, pulse_us, interval_us, gap_ms = 0, period_ms = 0;
+    long long first_ns = 0;
+    int bits_from = at ? 6 : 5;
+    if (argc < bits_from + 1 || number(argv[0], 0, 1023, &d0o) || number(argv[1], 0, 1023, &d1o) ||
+        number(argv[2], 1, 100000, &pulse_us) || number(argv[3], 2, 1000000, &interval_us) || pulse_us >= interval_us)
         return usage();
-    for (int f = 5; f < argc; f++)
+    if (at) {
+        char *end = NULL;
+        errno = 0;
+        first_ns = strtoll(argv[4], &end, 10);
+        if (errno != 0 || end == argv[4] || *end != '\0' || first_ns <= 0 || number(argv[5], 1, 600000, &period_ms))
+            return usage();
+    } else if (number(argv[4], 0, 60000, &gap_ms)) {
+        return usage();
+    }
+    for (int f = bits_from; f < argc; f++)
         if (argv[f][0] == '\0' || strspn(argv[f], "01") != strlen(argv[f])) return usage();
 
     struct sched_param param = {.sched_priority = 10};
@@ -128,9 +145,15 @@ static int wiegand(struct gpiod_chip *chip, int argc, char **argv) {
     int idle[2] = {1, 1};
     if (gpiod_line_request_bulk_output(&pair, consumer, idle) != 0) return fail("requesting as outputs", "D0/D1");
     int status = 0;
-    long long t = now_ns();
-    for (int f = 5; f < argc && status == 0 && !stopping; f++) {
-        if (f > 5) t += gap_ms * 1000000LL;
+    long long t = at ? first_ns : now_ns();
+    for (int f = bits_from; f < argc && status == 0 && !stopping; f++) {
+        if (at) {
+            t = first_ns + (long long)(f - bits_from) * period_ms * 1000000LL;
+            long long n = now_ns();
+            if (t < n) t = n;
+        } else if (f > bits_from) {
+            t += gap_ms * 1000000LL;
+        }
         sleep_until(t - 2000000LL, 1);   /* wake a little early, then spin to the first edge */
         if (stopping) break;
         spin_until(t);
@@ -185,7 +208,9 @@ int main(int argc, char **argv) {
     if (chip == NULL) return fail("opening chip", argv[2]);
     int status;
     if (strcmp(argv[1], "wiegand") == 0)
-        status = wiegand(chip, argc - 3, argv + 3);
+        status = wiegand(chip, argc - 3, argv + 3, 0);
+    else if (strcmp(argv[1], "wiegand-at") == 0)
+        status = wiegand(chip, argc - 3, argv + 3, 1);
     else if (strcmp(argv[1], "pulses") == 0)
         status = pulses(chip, argc - 3, argv + 3);
     else

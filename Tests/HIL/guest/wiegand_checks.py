@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import wiegand
-from rig import GPIO_LABEL, Daemon, GpioSim, GpioTrace, check, require, run, wait_until
+from rig import GPIO_LABEL, CheckFailed, Daemon, GpioSim, GpioTrace, check, require, wait_until
 from scangate_checks import final_levels, require_released, run_to_end, scenario
 
 D0, D1, LED_IN, BEEPER_IN = 12, 13, 16, 26
@@ -117,31 +117,30 @@ def wiegand_frame_gap(rig):
 
 # QEMU without KVM (TCG) takes the guest's vCPUs off the host CPU at any moment, also inside a 50 us
 # pulse or between reading the clock and setting the line, so not every pulse lands in SIA's window on
-# this rig, and how many do depends on how busy the host is. The windows are SIA's and are never
-# widened. The rig's floor is measured in the same check, under the same load (the same hogs, and a
-# scangate without Wiegand decoding the same scenario): a plain C sender (guest/gpio-reference.c:
-# SCHED_FIFO, memory locked, busy-waiting through the frame as door.md describes, under the same pulse
-# rule as the daemon, both lines in one request) sends the same frames on the same lines right before
-# and right after each daemon run. The daemon's share of pulses and of intervals
-# in window must be within FLOOR_POINTS of that sender's (both runs pooled). One run, no retry. (Run at
-# the same time on other lines instead, the two real-time spinners took both guest CPUs from everything
-# else, the daemon's own decoder and the kernel's housekeeping included.) A Raspberry Pi with the
-# real-time grant is expected to keep every pulse in.
+# this rig, and how many do depends on how busy the host is, from one second to the next. The windows
+# are SIA's and are never widened. The rig's floor is measured in the same seconds: while the daemon
+# sends its frames on D0/D1, a plain C sender (guest/gpio-reference.c: SCHED_FIFO, memory locked,
+# busy-waiting through the frame as door.md describes, under the same pulse rule as the daemon, both
+# lines in one request) sends the same frames on two other lines of the same chip, each one halfway
+# between two of the daemon's (REF_D0/REF_D1, `wiegand-at`), so the two never spin at once and every
+# reference frame meets the host of the moment the daemon's frames met. (Sent before and after the
+# daemon's run instead, a host that slowed for the 20 s of the daemon's run failed a CI run: daemon p50
+# 77 us against the reference's 55 us.) The daemon's share of pulses and of intervals in window must be
+# within FLOOR_POINTS of that sender's, and its medians within PULSE_P50_US / INTERVAL_P50_PCT of what was
+# configured plus however far the sender's are off. No retry. A Raspberry Pi with the real-time grant is
+# expected to keep every pulse in.
 FLOOR_POINTS = 2.0
 # Under load the daemon's transmitter shares its process with a decoder at 60 fps, which the C sender (a
-# process of its own beside a separate decoder) does not. With zxing's region passes that costs the
-# daemon points the sender does not lose: over five runs of two rounds each the daemon was 0.2, 0.9,
-# 1.4, 2.3 and 4.5 points below it (the last with the host compiling), and its pulses past 300 us were
-# 5-15 against the sender's 0-13. So under load the floor is wider (hardware.md says what was tried).
+# process of its own) does not. With zxing's region passes that cost the daemon points the sender does
+# not lose: over five runs of two rounds each (sender before and after) the daemon was 0.2, 0.9, 1.4, 2.3
+# and 4.5 points below it, and its pulses past 300 us were 5-15 against the sender's 0-13. So under load
+# the floor is wider (hardware.md says what was tried).
 FLOOR_POINTS_UNDER_LOAD = 5.0
 # The host's stalls come in bursts that take several pulses of one frame: the shares are compared on
-# many frames, FRAMES from the daemon (520 pulses) and twice that from the reference.
+# many frames, ROUNDS daemon runs of FRAMES frames each (1,040 pulses), and as many from the sender.
 FRAMES = 20
-REF_GAP_MS = 300
-# Under load the host's noise also drifts over a minute: one daemon run between two reference runs put the
-# daemon between 1.8 points below and 5.3 above over 20 runs, and once 2.3 below (a CI failure). So the
-# daemon runs LOAD_ROUNDS times, each between two reference runs, and all are pooled.
-LOAD_ROUNDS = 2
+ROUNDS = 2
+REF_D0, REF_D1 = 28, 29
 # The medians against what was configured (50 us pulses, 2,000 us intervals): within PULSE_P50_US and
 # INTERVAL_P50_PCT percent, plus however far the reference sender's median is off in the same check (a
 # host busy enough to slow every emulated instruction stretched even its intervals to a p50 of 3.9 ms).
@@ -151,39 +150,42 @@ PULSE_P50_US = 15
 INTERVAL_P50_PCT = 5
 
 
-def reference(rig, frames, scene, name):
-    """The C sender's frames on D0/D1, every bit in order (a stall of the emulated CPU mid-frame may
-    split one in the trace: the reference does not stop there as the daemon does): the analysis. While
-    it sends, a scangate without Wiegand decodes `scene` (the daemon's own scenario), so the guest has
-    the load the daemon's transmitter has beside it: its decoder at the same frame rate."""
-    decoder = Daemon(rig, ["--camera", f"sim:{scene}", "--status-socket", "off"], name=name)
-    decoder.wait_for_events(1, 60)
+def pooled(analysis):
+    return ([w for f in analysis["frames"] for w in f["widths_us"]],
+            [v for f in analysis["frames"] for v in f["intervals_us"]])
+
+
+def timing_round(rig, cards, expected, scene, period_s):
+    """One daemon run of the timing check with the reference sender's frames between its own: (the
+    daemon's analysis, the sender's, how many of the daemon's frames a stall cut (each right up to the
+    cut, and counted by the daemon), the least time in ms between a daemon frame and a sender frame)."""
     sim = GpioSim()
     trace = GpioTrace(sim)
-    run(os.path.join(rig.run_dir, "gpio-reference"), "wiegand", GPIO_LABEL, str(D0), str(D1), str(PULSE_US),
-        str(INTERVAL_US), str(REF_GAP_MS), *frames, timeout=60)
-    require(decoder.alive(), f"the decoder beside the reference ended before it finished: {decoder.last_stderr(3)}")
-    status = decoder.terminate(timeout=10)
-    require(status == 0, f"the decoder beside the reference exited {status}: {decoder.last_stderr(3)}")
-    analysis = wiegand.analyse(trace.events(), D0, D1)
-    got = [f["bits"] for f in analysis["frames"]]
-    require("".join(got) == "".join(frames) and not analysis["overlaps"] and not analysis["unterminated"],
-            f"the reference sender's frames read back as {got}, sent {list(frames)}")
-    require(final_levels(trace, (D0, D1)) == {D0: 1, D1: 1}, "the reference sender left D0/D1 active")
-    require_released(sim, (D0, D1))
-    return analysis
-
-
-def pooled(*analyses):
-    return ([w for a in analyses for f in a["frames"] for w in f["widths_us"]],
-            [v for a in analyses for f in a["frames"] for v in f["intervals_us"]])
-
-
-def daemon_round(rig, cards, expected, scene, fps, hold, blank):
-    """One daemon run of the timing check: its analysis, and how many of its frames a stall cut (each
-    right up to the cut, and counted by the daemon)."""
-    daemon, _, analysis = wiegand_run(rig, [str(c) for c in cards], ["--wiegand-facility", "90"], fps=fps, hold=hold,
-                                      blank=blank, scene=scene)
+    daemon = Daemon(rig, ["--camera", f"sim:{scene}", *WIEGAND, "--wiegand-facility", "90"])
+    daemon.wait_for_events(1, 60)
+    # The daemon's first frame starts as its first read is reported; the sender's frame k goes halfway
+    # between the daemon's frames k and k+1 (the codes are shown every `period_s`).
+    first_ns = int((time.monotonic() + period_s / 2) * 1e9)
+    sender = rig.spawn([os.path.join(rig.run_dir, "gpio-reference"), "wiegand-at", GPIO_LABEL, str(REF_D0), str(REF_D1),
+                        str(PULSE_US), str(INTERVAL_US), str(first_ns), str(round(period_s * 1000)), *expected],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    status = daemon.wait_exit(120)
+    require(status == 0, f"scangate exited with status {status}: {daemon.last_stderr()}")
+    try:
+        sender.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed("the reference sender did not finish within 30 s of the daemon's run")
+    require(sender.returncode == 0, f"the reference sender exited {sender.returncode}: "
+                                    f"{sender.stderr.read().decode(errors='replace').strip()}")
+    require(daemon.payloads() == [str(c) for c in cards], f"stdout reported {daemon.payloads()}")
+    require(final_levels(trace, (D0, D1)) == {D0: 1, D1: 1}, f"D0/D1 left at {final_levels(trace, (D0, D1))} (want idle high)")
+    require_released(sim, (D0, D1, REF_D0, REF_D1))
+    events = trace.events()
+    analysis = wiegand.analyse(events, D0, D1)
+    ref = wiegand.analyse(events, REF_D0, REF_D1)
+    got = [f["bits"] for f in ref["frames"]]
+    require("".join(got) == "".join(expected) and not ref["overlaps"] and not ref["unterminated"],
+            f"the reference sender's frames read back as {got}, sent {list(expected)}")
     summary = wiegand.timing_summary(analysis)
     frames = analysis["frames"]
     require(not analysis["overlaps"], f"D0 and D1 were active together {analysis['overlaps']} times | {summary}")
@@ -206,57 +208,59 @@ def daemon_round(rig, cards, expected, scene, fps, hold, blank):
     require(cut * 2 <= len(cards), f"{cut} of {len(cards)} frames cut by stalls | {summary}")
     short = [round(g, 1) for g in analysis["gaps_ms"] if g < 100]
     require(not short, f"frame gaps below 100 ms: {short} | {summary}")
-    return analysis, cut
+    spans = [(f["starts"][0], f["end"]) for f in frames]
+    apart = min((max(rs - de, ds - re) for rs, re in ((f["starts"][0], f["end"]) for f in ref["frames"])
+                 for ds, de in spans), default=0.0) * 1000
+    return analysis, ref, cut, apart
 
 
 def timing_check(rig, load):
-    """FRAMES frames from the daemon per round, right to the bit (a frame cut by a stall the daemon counted
+    """ROUNDS x FRAMES frames from the daemon, right to the bit (a frame cut by a stall the daemon counted
     must be right up to the cut); pulse and interval medians against the configured values; the share in
-    SIA's windows within FLOOR_POINTS (under load FLOOR_POINTS_UNDER_LOAD) of the reference sender's, run before, between and after the
-    daemon's rounds under the same load."""
+    SIA's windows within FLOOR_POINTS (under load FLOOR_POINTS_UNDER_LOAD) of the reference sender's, whose
+    frames went between the daemon's."""
     cards = [1000 + 7919 * i % 65535 for i in range(FRAMES)]
     expected = [wiegand.fmt("26").encode(90, c) for c in cards]
     fps, hold, blank = (60, 60, 20) if load else (10, 5, 3)
-    rounds = LOAD_ROUNDS if load else 1
     floor = FLOOR_POINTS_UNDER_LOAD if load else FLOOR_POINTS
     if load:
         hogs(rig)
-    # Under load the decoder gets little CPU: 2 s of tail, so the last code is not cut off by the end.
+    # Under load the decoder gets little CPU: 2 s of tail, so the last code is not cut off by the end;
+    # the tail also leaves room for the sender's last frame, half a period after the daemon's.
     scene = codes_scenario(rig.check_name, [str(c) for c in cards], fps, hold, blank, tail=120 if load else 10)
-    references = [reference(rig, expected, scene, "decoder-0")]
-    runs = []
-    for r in range(rounds):
-        runs.append(daemon_round(rig, cards, expected, scene, fps, hold, blank))
-        references.append(reference(rig, expected, scene, f"decoder-{r + 1}"))
-    analysis = {"frames": [f for a, _ in runs for f in a["frames"]], "gaps_ms": [g for a, _ in runs for g in a["gaps_ms"]]}
-    cut = sum(c for _, c in runs)
+    runs = [timing_round(rig, cards, expected, scene, (hold + blank) / fps) for _ in range(ROUNDS)]
+    analysis = {"frames": [f for a, _, _, _ in runs for f in a["frames"]], "gaps_ms": [g for a, _, _, _ in runs for g in a["gaps_ms"]]}
+    reference = {"frames": [f for _, r, _, _ in runs for f in r["frames"]], "gaps_ms": []}
+    cut = sum(c for _, _, c, _ in runs)
+    apart = min(a for _, _, _, a in runs)
     summary = wiegand.timing_summary(analysis)
     widths, intervals = pooled(analysis)
-    ref_widths, ref_intervals = pooled(*references)
+    ref_widths, ref_intervals = pooled(reference)
     p50_w, p50_i = wiegand.median(widths), wiegand.median(intervals)
     ref_p50_w, ref_p50_i = wiegand.median(ref_widths), wiegand.median(ref_intervals)
     allowed_w = PULSE_P50_US + abs(ref_p50_w - PULSE_US)
     allowed_i = INTERVAL_US * INTERVAL_P50_PCT / 100 + abs(ref_p50_i - INTERVAL_US)
+    ref_summary = wiegand.timing_summary(reference)
     require(abs(p50_w - PULSE_US) <= allowed_w,
             f"pulse p50 {p50_w:.0f} us, configured {PULSE_US} us (allowed +-{allowed_w:.0f}: {PULSE_P50_US} and the "
-            f"reference sender's p50 {ref_p50_w:.0f} us) | {summary}")
+            f"reference sender's p50 {ref_p50_w:.0f} us) | {summary} | reference: {ref_summary}")
     require(abs(p50_i - INTERVAL_US) <= allowed_i,
             f"interval p50 {p50_i:.0f} us, configured {INTERVAL_US} us (allowed +-{allowed_i:.0f}: {INTERVAL_P50_PCT}% and "
-            f"the reference sender's p50 {ref_p50_i:.0f} us) | {summary}")
+            f"the reference sender's p50 {ref_p50_i:.0f} us) | {summary} | reference: {ref_summary}")
     shares = []
     for name, mine, base, window in (("pulses", widths, ref_widths, wiegand.PULSE_US),
                                      ("intervals", intervals, ref_intervals, wiegand.INTERVAL_US)):
         _, pct = wiegand.share(mine, window)
         _, ref_pct = wiegand.share(base, window)
         require(pct >= ref_pct - floor,
-                f"{pct:.1f}% of the daemon's {name} in {window[0]}-{window[1]} us ({rounds} round(s)), the reference "
+                f"{pct:.1f}% of the daemon's {name} in {window[0]}-{window[1]} us ({ROUNDS} rounds), the reference "
                 f"sender's {ref_pct:.1f}% of {len(base)} (at most {floor:.0f} points below) | {summary} "
-                f"| reference: {wiegand.timing_summary({'frames': [f for a in references for f in a['frames']], 'gaps_ms': []})}")
+                f"| reference: {ref_summary}")
         shares.append(f"{name} {pct:.1f}% of {len(mine)} vs floor {ref_pct:.1f}% of {len(base)}")
-    return (f"{'; '.join(shares)} ({rounds} daemon round(s) between {len(references)} reference runs: p50 "
+    return (f"{'; '.join(shares)} (the sender's frames between the daemon's, at least {apart:.0f} ms from them: p50 "
             f"{ref_p50_w:.0f} us, intervals p50 {ref_p50_i:.0f} us); daemon p50 {p50_w:.0f} us / {p50_i:.0f} us "
             f"(configured {PULSE_US} / {INTERVAL_US}, allowed +-{allowed_w:.0f} / +-{allowed_i:.0f} us); {summary}; "
-            f"{len(cards) * rounds - cut} frames right to the bit, {cut} cut by a stall the daemon counted and right up to the cut")
+            f"{len(cards) * ROUNDS - cut} frames right to the bit, {cut} cut by a stall the daemon counted and right up to the cut")
 
 
 @check("wiegand-timing-quiet")
