@@ -141,6 +141,7 @@ final class Daemon: @unchecked Sendable {
         defer { locks.forEach { $0.release() } }
         run.decoder = FaultInjection.wrap(run.decoder, logger: logger)
         let wiring = wire(components, camera: run.source.name, telemetryBox: telemetryBox)
+        wiring.telemetry.policiesInForce(run.policies)
         do {
             try wiring.signals.start()
         } catch {
@@ -279,6 +280,7 @@ final class Daemon: @unchecked Sendable {
         let decoder = try StreamDecoder.make(settings: new.decoder)
         let newSource = new.capture == settings.capture ? nil : try SourceFactory.make(new.capture, logger: logger)
         run.policies = policies
+        wiring.telemetry.policiesInForce(policies)
         run.decoder = decoder
         if let newSource {
             logger.notice("camera settings changed: reopening \(new.capture.camera)")

@@ -1,4 +1,5 @@
 import Core
+import Credentials
 import MQTT
 import Pipeline
 import Platform
@@ -20,6 +21,8 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         var rejected: UInt64 = 0
         var reads: [String: UInt64] = [:]        // "symbology\u{0}verdict"
         var refusals: [String: UInt64] = [:]     // door output -> reads it refused
+        var rejections: [String: UInt64] = [:]   // reason (RejectionReason.key) -> rejected reads
+        var statusLists: [StatusReport.StatusList] = []
         var lastReadAt: Int64?
         var decodeSeconds = MetricsHistogram.decodeTime()
         /// The pipeline running now (its counters are live; they are folded in when it ends). Under the
@@ -65,7 +68,10 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         }
         counts.withLock { c in
             c.reported += 1
-            if !event.verdict.isAccepted { c.rejected += 1 }
+            if case .rejected(let reason) = event.verdict {
+                c.rejected += 1
+                c.rejections[Self.rejectionKey(reason), default: 0] += 1
+            }
             c.reads[event.symbol.symbology.zbarName + "\u{0}" + verdict, default: 0] += 1
             for r in event.refusals { c.refusals[r.output, default: 0] += 1 }
             c.lastReadAt = event.wallTimeNanoseconds
@@ -73,6 +79,21 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
     }
 
     func close(deadline: MonotonicInstant) {}
+
+    /// A rejection's reason as a bounded key: a pass's refusal reason as it is, anything else (the payload
+    /// filter's sentences, which carry lengths) as `payload-filter`.
+    static func rejectionKey(_ reason: String) -> String {
+        RefusalReason(rawValue: reason) != nil ? reason : "payload-filter"
+    }
+
+    /// The status lists the policies now in force decide with (at start and after each reload).
+    func policiesInForce(_ policies: [any ReadPolicy]) {
+        let lists = policies.compactMap { $0 as? CredentialPolicy }.compactMap(\.statusLists).flatMap { set in
+            set.lists.map { StatusReport.StatusList(uri: $0.uri, entries: $0.list.count, issuedAt: $0.issuedAt,
+                                                    expiresAt: $0.expiresAt, kept: set.isKept($0)) }
+        }
+        counts.withLock { $0.statusLists = lists }
+    }
 
     // MARK: read by the status socket, MQTT and metrics
 
@@ -130,7 +151,9 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
                             reads: StatusReport.Reads(reported: c.reported, rejected: c.rejected, lastAt: c.lastReadAt),
                             drops: drops, devices: components(),
                             controller: controllerLink.map { StatusReport.Link(name: $0.name, online: $0.link.online, detail: $0.link.detail) },
-                            mqtt: mqttStatus)
+                            mqtt: mqttStatus,
+                            rejections: c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) },
+                            statusLists: c.statusLists)
     }
 
     func mqttState() -> MQTTState {
@@ -157,6 +180,8 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         m.outputErrors = outputs().compactMap { ($0 as? HealthReporting)?.health }
             .map { MetricsSnapshot.OutputErrors(output: $0.name, count: $0.errors) }
         m.decodeSeconds = c.decodeSeconds
+        m.rejections = c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) }
+        m.statusLists = c.statusLists
         m.cameraUp = status.capture == .scanning || status.capture == .paused
         let links = doorLinks
         m.controllerOnline = links.isEmpty ? nil : links.allSatisfy(\.link.online)

@@ -13,8 +13,9 @@ public enum StatusCommand {
     public static let usage = """
         usage: scangate status [--json] [--config FILE] [--status-socket PATH]
 
-        Asks the running daemon how it is doing: status, uptime, frames, reads, drops, each device's
-        health with its last error, the controller link, the MQTT link and its spool.
+        Asks the running daemon how it is doing: status, uptime, frames, reads, rejected reads by
+        reason, the status lists in force (their iat, age and exp), drops, each device's health with
+        its last error, the controller link, the MQTT link and its spool.
           --json                print the daemon's JSON document as it is
           --config FILE         the daemon's config file: its status-socket is the one asked
                                 (default \(ConfigFile.defaultPath) when it exists)
@@ -128,6 +129,15 @@ public enum StatusCommand {
         var reads = "reads: \(r.reads.reported) (\(r.reads.rejected) rejected)"
         if let last = r.reads.lastAt { reads += ", last at \(WallClock.rfc3339(nanoseconds: last))" }
         lines.append(reads)
+        if !r.rejections.isEmpty {
+            lines.append("rejected by reason: " + r.rejections.map { "\(Logger.escapeControls($0.name)) \($0.count)" }.joined(separator: ", "))
+        }
+        let now = WallClock.nowNanoseconds() / 1_000_000_000
+        for l in r.statusLists {
+            let expiry = l.expiresAt > now ? "in \(duration(Double(l.expiresAt - now)))" : "expired \(duration(Double(now - l.expiresAt))) ago"
+            lines.append("status list \(Logger.escapeControls(l.uri)): \(l.entries) entries, iat \(time(l.issuedAt)) (\(duration(Double(max(0, now - l.issuedAt)))) old), "
+                         + "exp \(time(l.expiresAt)) (\(expiry))\(l.kept ? ", the kept copy" : "")")
+        }
         let drops = r.drops.filter { $0.count > 0 }
         lines.append("drops: " + (drops.isEmpty ? "none" : drops.map { "\($0.name) \($0.count)" }.joined(separator: ", ")))
         if !r.devices.isEmpty {
@@ -154,6 +164,12 @@ public enum StatusCommand {
             lines.append("mqtt: off")
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Seconds since the epoch as RFC 3339; "?" for a number no clock shows (the answer is not trusted).
+    static func time(_ seconds: Int64) -> String {
+        guard seconds >= 0, seconds < 253_402_300_800 else { return "?" }
+        return WallClock.rfc3339(nanoseconds: seconds * 1_000_000_000)
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -45,6 +45,10 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var mqttSpoolDropped: UInt64?
     /// Of those, the events the spool's file system had no room for.
     public var mqttSpoolDroppedNoSpace: UInt64?
+    /// Rejected reads by reason (a pass's refusal reason, or `payload-filter`).
+    public var rejections: [StatusReport.Drop] = []
+    /// The status lists in force (credential-status-list).
+    public var statusLists: [StatusReport.StatusList] = []
     /// False in the last file written at exit.
     public var up = true
 
@@ -145,6 +149,25 @@ public enum PrometheusText {
         var reads = Family(name: "scangate_reads_total", help: "Reads reported, by symbology and verdict (accepted, rejected).", type: "counter")
         for r in m.reads { reads.samples.append(("", [("symbology", r.symbology), ("verdict", r.verdict)], String(r.count))) }
         families.append(reads)
+        var rejected = Family(name: "scangate_reads_rejected_total",
+                              help: "Rejected reads by reason: a pass's refusal (revoked, policy-stale, expired, replayed, ...) or payload-filter.",
+                              type: "counter")
+        for r in m.rejections { rejected.samples.append(("", [("reason", r.name)], String(r.count))) }
+        families.append(rejected)
+        if !m.statusLists.isEmpty {
+            var issued = Family(name: "scangate_status_list_issued_timestamp_seconds",
+                                help: "The iat of each status list in force (its age: time() minus this).", type: "gauge")
+            var expires = Family(name: "scangate_status_list_expiry_timestamp_seconds",
+                                 help: "The exp of each status list in force; past it, policy-stale decides.", type: "gauge")
+            var entries = Family(name: "scangate_status_list_entries", help: "Entries in each status list in force.", type: "gauge")
+            for l in m.statusLists {
+                let labels = [("uri", l.uri), ("source", l.kept ? "kept" : "file")]
+                issued.samples.append(("", labels, String(l.issuedAt)))
+                expires.samples.append(("", labels, String(l.expiresAt)))
+                entries.samples.append(("", labels, String(l.entries)))
+            }
+            families += [issued, expires, entries]
+        }
         var errors = Family(name: "scangate_output_errors_total", help: "Reads an output lost or could not send, by output.", type: "counter")
         for e in m.outputErrors { errors.samples.append(("", [("output", e.output)], String(e.count))) }
         families.append(errors)

@@ -67,6 +67,24 @@ public struct StatusReport: Sendable, Equatable {
         }
     }
 
+    /// A Token Status List in force (credential-status-list): what the daemon decides revocation with.
+    public struct StatusList: Sendable, Equatable {
+        public var uri: String
+        public var entries: Int
+        /// Its `iat` and `exp`, seconds since the epoch.
+        public var issuedAt: Int64
+        public var expiresAt: Int64
+        /// True when it is the copy kept beside the state file (no file gave a usable list for its uri).
+        public var kept: Bool
+        public init(uri: String, entries: Int, issuedAt: Int64, expiresAt: Int64, kept: Bool) {
+            self.uri = uri
+            self.entries = entries
+            self.issuedAt = issuedAt
+            self.expiresAt = expiresAt
+            self.kept = kept
+        }
+    }
+
     public var status: String
     public var version: String
     public var pid: Int32
@@ -78,9 +96,17 @@ public struct StatusReport: Sendable, Equatable {
     public var devices: [ComponentHealth]
     public var controller: Link?
     public var mqtt: MQTT?
+    /// Rejected reads by reason: a pass's refusal reason (`revoked`, `policy-stale`, `expired`, ...) or
+    /// `payload-filter`. Only reasons that occurred.
+    public var rejections: [Drop] = []
+    /// The status lists in force; empty when credential-status-list is not set.
+    public var statusLists: [StatusList] = []
 
     public init(status: String, version: String, pid: Int32, uptimeSeconds: Double, frames: Frames = Frames(),
-                reads: Reads = Reads(), drops: [Drop] = [], devices: [ComponentHealth] = [], controller: Link? = nil, mqtt: MQTT? = nil) {
+                reads: Reads = Reads(), drops: [Drop] = [], devices: [ComponentHealth] = [], controller: Link? = nil, mqtt: MQTT? = nil,
+                rejections: [Drop] = [], statusLists: [StatusList] = []) {
+        self.rejections = rejections
+        self.statusLists = statusLists
         self.status = status
         self.version = version
         self.pid = pid
@@ -116,7 +142,8 @@ public struct StatusReport: Sendable, Equatable {
             ("frames", JSONText.object([("captured", String(frames.captured)), ("decoded", String(frames.decoded)),
                                         ("dropped", String(frames.dropped))])),
             ("reads", JSONText.object([("reported", String(reads.reported)), ("rejected", String(reads.rejected)),
-                                       ("last", time(reads.lastAt))])),
+                                       ("last", time(reads.lastAt)),
+                                       ("rejected_by_reason", JSONText.object(rejections.map { ($0.name, String($0.count)) }))])),
             ("drops", JSONText.object(drops.map { ($0.name, String($0.count)) })),
             ("devices", "[" + devices.joined(separator: ",") + "]"),
             ("controller", controller.map { c in
@@ -128,6 +155,10 @@ public struct StatusReport: Sendable, Equatable {
                                  ("spool_events", String(m.spoolEvents)), ("spool_bytes", String(m.spoolBytes)),
                                  ("dropped", String(m.dropped)), ("dropped_no_space", String(m.droppedNoSpace))])
             } ?? "null"),
+            ("status_lists", "[" + statusLists.map { l in
+                JSONText.object([("uri", JSONText.string(l.uri)), ("entries", String(l.entries)), ("iat", String(l.issuedAt)),
+                                 ("exp", String(l.expiresAt)), ("kept", l.kept ? "true" : "false")])
+            }.joined(separator: ",") + "]"),
         ])
     }
 
@@ -148,6 +179,21 @@ public struct StatusReport: Sendable, Equatable {
         frames = Frames(captured: try f.uint("captured"), decoded: try f.uint("decoded"), dropped: try f.uint("dropped"))
         let rd = try r.object("reads")
         reads = Reads(reported: try rd.uint("reported"), rejected: try rd.uint("rejected"), lastAt: try rd.time("last"))
+        // Absent from an older daemon's answer.
+        if let byReason = try rd.optionalObject("rejected_by_reason") {
+            rejections = try byReason.members.map { (key, value) throws(UsageError) in
+                guard let n = value.numberValue?.int64, n >= 0 else { throw UsageError("the daemon's status: reads.rejected_by_reason.\(key) is not a count") }
+                return Drop(name: key, count: UInt64(n))
+            }
+        }
+        if let lists = r.value["status_lists"] {
+            guard let items = lists.arrayValue else { throw UsageError("the daemon's status: \"status_lists\" is not an array") }
+            statusLists = try items.map { v throws(UsageError) in
+                let l = StatusJSONReader(v)
+                return StatusList(uri: try l.string("uri"), entries: Int(clamping: try l.uint("entries")), issuedAt: try l.int("iat"),
+                                  expiresAt: try l.int("exp"), kept: try l.bool("kept"))
+            }
+        }
         drops = try r.object("drops").members.map { (key, value) throws(UsageError) in
             guard let n = value.numberValue?.int64, n >= 0 else { throw UsageError("the daemon's status: drops.\(key) is not a count") }
             return Drop(name: key, count: UInt64(n))

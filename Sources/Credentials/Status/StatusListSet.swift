@@ -21,6 +21,11 @@ public struct StatusListSet: Sendable {
     public let state: PolicyState
     /// One line per kept copy in force because no file gave a usable list for its uri.
     public var kept: [String] = []
+    /// The uris whose list in force is such a kept copy.
+    public var keptURIs: [String] = []
+
+    /// Whether `token` is in force as the kept copy rather than from a file.
+    public func isKept(_ token: StatusListToken) -> Bool { keptURIs.contains { $0.bytesEqual(token.uri) } }
 
     public func list(uri: String) -> StatusListToken? { lists.first { $0.uri.bytesEqual(uri) } }
 
@@ -150,6 +155,7 @@ public struct StatusListSet: Sendable {
         // A uri the guard holds but no file gave (refused, or missing): the kept copy of the list last
         // verified stays in force, when it is the very list whose iat the guard holds.
         var keptNotes: [String] = []
+        var keptURIs: [String] = []
         for entry in held.entries where !lists.contains(where: { $0.uri.bytesEqual(entry.uri) }) {
             guard let bytes = keptBytes(statePath, uri: entry.uri) else { continue }
             do throws(StatusListError) {
@@ -164,6 +170,7 @@ public struct StatusListSet: Sendable {
                     continue
                 }
                 lists.append(kept)
+                keptURIs.append(kept.uri)
                 keptNotes.append("the kept copy of \(JSONText.asciiString(entry.uri)) stays in force (iat \(CredentialVerifier.time(Double(kept.issuedAt))), "
                                + "\(kept.fingerprint)): no file in credential-status-list gave a list for it that could be used")
             } catch {
@@ -171,7 +178,7 @@ public struct StatusListSet: Sendable {
             }
         }
         refusedURIs.removeAll { uri in lists.contains { $0.uri.bytesEqual(uri) } }
-        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state, kept: keptNotes), state != held, toKeep)
+        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state, kept: keptNotes, keptURIs: keptURIs), state != held, toKeep)
     }
 
     /// The kept copy of `uri`'s list, nil when there is none (or it cannot be read).

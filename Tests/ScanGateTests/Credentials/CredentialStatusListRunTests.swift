@@ -84,6 +84,55 @@ final class CredentialStatusListRunTests: XCTestCase {
         print("status list through run: \(out.verdicts.joined(separator: ", "))")
     }
 
+    /// What a fleet operator sees of revocation on a running daemon: `scangate status` (text and JSON) and
+    /// the metrics file count the rejected reads by reason and show the list in force with its iat and exp.
+    func testStatusAndMetricsShowTheListInForceAndRejectionsByReason() throws {
+        let iat = Int64(Glibc.time(nil)) - 120, exp = iat + 3720
+        let jwks = try writeList("list.jwt", ["--size", "16", "--set", "5=1", "--iat", String(iat), "--exp", String(exp)])
+        let tokens = [try pass("1005", idx: 5), try pass("1006", idx: 6)]
+        // The scene plays in real time with a long blank tail, so the daemon is still running when asked.
+        var scene = try String(contentsOfFile: try scenario(tokens), encoding: .utf8)
+        scene = scene.replacingOccurrences(of: "frames \(tokens.count * 7 + 3)\n", with: "frames 100000\n")
+        let scenePath = dir + "/long.scenario"
+        try TestFiles.write(scene, to: scenePath)
+        let socket = dir + "/status.sock", metrics = dir + "/scangate.prom"
+        let d = try DaemonUnderTest(args(scenePath, jwks: jwks, list: "list.jwt").filter { $0 != "--fast" }
+                                    + ["--status-socket", socket, "--metrics-textfile", metrics, "--metrics-interval-s", "1"])
+        defer { d.stop() }
+        waitUntil(60, failure: "two JSON lines: \(d.stderr.suffix(5))") { d.stdout.count >= 2 }
+        let verdicts = try d.stdout.map { try JSONValue.parse($0)["rejected"]?.stringValue ?? "accepted" }
+        XCTAssertEqual(verdicts, ["revoked", "accepted"])
+
+        let json = try ScangateProcess.run(["status", "--json", "--status-socket", socket])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let doc = try JSONValue.parse(json.stdout)
+        XCTAssertEqual(doc["reads"]?["rejected_by_reason"]?["revoked"]?.numberValue?.int64, 1, json.stdoutText)
+        XCTAssertNil(doc["reads"]?["rejected_by_reason"]?["policy-stale"], json.stdoutText)
+        let lists = doc["status_lists"]?.arrayValue ?? []
+        XCTAssertEqual(lists.count, 1, json.stdoutText)
+        XCTAssertEqual(lists.first?["uri"]?.stringValue, uri)
+        XCTAssertEqual(lists.first?["entries"]?.numberValue?.int64, 16)
+        XCTAssertEqual(lists.first?["iat"]?.numberValue?.int64, iat, json.stdoutText)
+        XCTAssertEqual(lists.first?["exp"]?.numberValue?.int64, exp, json.stdoutText)
+        XCTAssertEqual(lists.first?["kept"]?.boolValue, false)
+
+        let text = try ScangateProcess.run(["status", "--status-socket", socket])
+        XCTAssertEqual(text.status, 0, text.stderr)
+        XCTAssertTrue(text.stdoutLines.contains("rejected by reason: revoked 1"), text.stdoutText)
+        XCTAssertTrue(text.stdoutLines.contains { $0.hasPrefix("status list \(uri): 16 entries, iat ") && $0.contains(" old), exp ") },
+                      text.stdoutText)
+
+        var prom = ""
+        waitUntil(20, failure: "the rejection in the metrics file: \(prom)") {
+            prom = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+            return prom.contains("scangate_reads_rejected_total{reason=\"revoked\"} 1\n")
+        }
+        XCTAssertTrue(prom.contains("scangate_status_list_issued_timestamp_seconds{uri=\"\(uri)\",source=\"file\"} \(iat)\n"), prom)
+        XCTAssertTrue(prom.contains("scangate_status_list_expiry_timestamp_seconds{uri=\"\(uri)\",source=\"file\"} \(exp)\n"), prom)
+        XCTAssertTrue(prom.contains("scangate_status_list_entries{uri=\"\(uri)\",source=\"file\"} 16\n"), prom)
+        XCTAssertEqual(d.stop(), 0)
+    }
+
     /// CWT passes from the `cwt` package, whose status claim (65535) names entries of the same list.
     func testCWTPassesFromTheCWTPackageAreCheckedAgainstTheList() throws {
         let siteJWKS = try writeList("list.jwt", ["--size", "16", "--set", "5=1"])

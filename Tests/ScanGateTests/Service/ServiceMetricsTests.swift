@@ -20,6 +20,8 @@ final class ServiceMetricsTests: XCTestCase {
         m.mqttConnected = true
         m.mqttSpoolEvents = 4
         m.mqttSpoolDropped = 0
+        m.rejections = [.init(name: "policy-stale", count: 2), .init(name: "revoked", count: 3)]
+        m.statusLists = [.init(uri: "https://s/\"1\"", entries: 1024, issuedAt: 1_799_990_000, expiresAt: 1_800_090_000, kept: false)]
         return m
     }
 
@@ -37,11 +39,14 @@ final class ServiceMetricsTests: XCTestCase {
         XCTAssertTrue(text.contains("scangate_decode_seconds_sum 2.3304\n"))
         XCTAssertTrue(text.contains("scangate_controller_online 0\n"))
         XCTAssertTrue(text.contains("scangate_mqtt_spool_events 4\n"))
+        XCTAssertTrue(text.contains(#"scangate_reads_rejected_total{reason="revoked"} 3"#), text)
+        XCTAssertTrue(text.contains(#"scangate_status_list_issued_timestamp_seconds{uri="https://s/\"1\"",source="file"} 1799990000"#), text)
         var off = MetricsSnapshot()
         off.cameraUp = false
         let offText = PrometheusText.render(off)
         XCTAssertFalse(offText.contains("scangate_mqtt"), "MQTT off: its gauges are left out")
         XCTAssertFalse(offText.contains("scangate_controller_online"))
+        XCTAssertFalse(offText.contains("scangate_status_list_"), "no status lists: their gauges are left out")
         XCTAssertEqual(PrometheusText.escapeHelp("a\\b\nc"), "a\\\\b\\nc")
     }
 
@@ -168,6 +173,9 @@ final class ServiceMetricsTests: XCTestCase {
         XCTAssertEqual(samples["scangate_mqtt_connected"], 1)
         XCTAssertEqual(samples["scangate_mqtt_spool_events"], 4)
         XCTAssertEqual(samples["scangate_up"], 1)
+        XCTAssertEqual(samples[#"scangate_reads_rejected_total{reason="policy-stale"}"#], 2, body)
+        XCTAssertEqual(samples[#"scangate_status_list_expiry_timestamp_seconds{source="file",uri="https://s/\"1\""}"#], 1_800_090_000, body)
+        XCTAssertEqual(samples[#"scangate_status_list_entries{source="file",uri="https://s/\"1\""}"#], 1024, body)
         XCTAssertTrue(body.contains("# TYPE scangate_decode_seconds histogram"))
     }
 }

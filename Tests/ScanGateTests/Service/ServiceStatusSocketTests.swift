@@ -17,7 +17,9 @@ final class ServiceStatusSocketTests: XCTestCase {
                                         lastErrorAt: 1_800_000_000_000_000_000, sent: 10, errors: 2),
                      ],
                      controller: .init(name: "osdp", online: true, detail: "polled by address 0"),
-                     mqtt: .init(connected: false, detail: "not connected: connection refused", spoolEvents: 5, spoolBytes: 1800, dropped: 3))
+                     mqtt: .init(connected: false, detail: "not connected: connection refused", spoolEvents: 5, spoolBytes: 1800, dropped: 3),
+                     rejections: [.init(name: "payload-filter", count: 1), .init(name: "revoked", count: 1)],
+                     statusLists: [.init(uri: "https://s/1", entries: 1024, issuedAt: 1_799_990_000, expiresAt: 1_800_090_000, kept: true)])
     }
 
     func socketPath() throws -> String { try TestFiles.temporaryDirectory() + "/run/" + StatusSocket.fileName }
@@ -175,6 +177,9 @@ final class ServiceStatusSocketTests: XCTestCase {
         XCTAssertTrue(lines.contains("frames: 1000 captured, 990 decoded, 10 dropped"), summary.stdoutText)
         XCTAssertTrue(lines.contains("reads: 12 (2 rejected), last at 2027-01-15T08:00:00.123Z"), summary.stdoutText)
         XCTAssertTrue(lines.contains("drops: mqtt spool 3"), summary.stdoutText)
+        XCTAssertTrue(lines.contains("rejected by reason: payload-filter 1, revoked 1"), summary.stdoutText)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("status list https://s/1: 1024 entries, iat 2027-01-15T05:13:20.000Z (")
+                                       && $0.contains("exp 2027-01-16T09:00:00.000Z (") && $0.hasSuffix(", the kept copy") }, summary.stdoutText)
         XCTAssertTrue(lines.contains { $0.contains("serial") && $0.contains("down") && $0.contains("(sent 10, errors 2)") }, summary.stdoutText)
         XCTAssertTrue(lines.contains { $0.contains("last error at 2027-01-15T08:00:00.000Z: write: Input/output error (EIO)") }, summary.stdoutText)
         XCTAssertTrue(lines.contains("controller: osdp online (polled by address 0)"), summary.stdoutText)
