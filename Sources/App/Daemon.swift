@@ -100,6 +100,8 @@ final class Daemon: @unchecked Sendable {
         let outputs: OutputSet
         let telemetry: DaemonTelemetry
         let services: DaemonServices
+        /// Reloads when a status list changes on disk.
+        let statusListWatcher: StatusListWatcher
         /// Started in order (services, journal, feedback, outputs), stopped in reverse with one deadline.
         let group: ServiceGroup
         let signals: SignalHandlers
@@ -181,18 +183,22 @@ final class Daemon: @unchecked Sendable {
         let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs })
         telemetryBox.set(telemetry)
         let services = DaemonServices(logger: logger, telemetry: telemetry)
+        let watcher = StatusListWatcher(logger: logger) { [self] change in requestReload(from: change) }
         // Feedback devices before the outputs: a door output's inputs (the Wiegand panel's LED and beeper
         // wires, an OSDP panel's first LED command) may speak as soon as the output starts.
         let group = ServiceGroup([
             AnyService("status socket and metrics", stop: { _ in services.close() }),
             AnyService("journal", stop: { journal.close(deadline: $0) }),
+            AnyService("status list watch", start: { [self] in try watcher.start(path: Self.watchedStatusList(settings)) },
+                       stop: { watcher.close(deadline: $0) }),
             AnyService("feedback", start: { [self] in installFeedback(components, hub, from: nil, to: settings) },
                        stop: { hub.close(deadline: $0) }, forceInactive: { hub.forceInactive() }),
             AnyService("outputs", start: { [self] in try outputs.start(settings) },
                        stop: { outputs.close(deadline: $0) }, forceInactive: { outputs.forceInactive() }),
         ], logger: logger)
         let wiring = Wiring(components: components, notifier: notifier, watchdog: watchdog, hub: hub, journal: journal,
-                            status: status, outputs: outputs, telemetry: telemetry, services: services, group: group,
+                            status: status, outputs: outputs, telemetry: telemetry, services: services,
+                            statusListWatcher: watcher, group: group,
                             signals: SignalHandlers())
         handleSignals(wiring)
         return wiring
@@ -210,6 +216,11 @@ final class Daemon: @unchecked Sendable {
         }
         wiring.signals.on([SIGUSR1]) { [self] _ in setPaused(!isPaused) }
         wiring.signals.on([SIGHUP]) { [self] _ in requestReload(from: "signal SIGHUP") }
+    }
+
+    /// The status lists a change of which reloads: credential-status-list, when passes are checked.
+    static func watchedStatusList(_ settings: RunSettings) -> String? {
+        settings.credential.format == .off ? nil : settings.credential.statusList
     }
 
     /// Runs the pipeline until it ends for good; a reload that loads rebuilds what changed and runs again.
@@ -294,6 +305,7 @@ final class Daemon: @unchecked Sendable {
         wiring.outputs.reconfigure(from: settings, to: new)
         installFeedback(wiring.components, wiring.hub, from: settings, to: new)
         wiring.services.apply(new.service)
+        wiring.statusListWatcher.follow(path: Self.watchedStatusList(new))
         wiring.hub.settings = new.feedback
         settings = new
         stopTimeoutMs.store(new.service.stopTimeoutMs, ordering: .relaxed)

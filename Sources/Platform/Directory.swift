@@ -4,6 +4,12 @@ import Glibc
 
 /// Directory listings, written once: the entries of a directory (without "." and ".."), sorted by name.
 public enum Directory {
+    /// True when `path` is a directory (or a symbolic link to one).
+    public static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     /// The names in `path`, sorted; an unreadable directory is an error naming it.
     public static func entries(_ path: String) throws(SystemError) -> [String] {
         guard let dir = opendir(path) else { throw SystemError("opendir", path, Errno.current) }

@@ -111,8 +111,5 @@ enum KeyFileReader {
         return names.sorted()
     }
 
-    static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-    }
+    static func isDirectory(_ path: String) -> Bool { Directory.isDirectory(path) }
 }

@@ -10,7 +10,4 @@ func directoryEntries(_ path: String, limit: DirectoryLimit = .corpus) throws(Bo
 }
 
 /// True when `path` is a directory.
-func isDirectory(_ path: String) -> Bool {
-    var info = stat()
-    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-}
+func isDirectory(_ path: String) -> Bool { Directory.isDirectory(path) }

@@ -236,6 +236,60 @@ final class CredentialStatusListRunTests: XCTestCase {
         print("SIGHUP through run: \(Array(Set(verdicts())).sorted().joined(separator: ", ")) over \(verdicts().count) reads")
     }
 
+    /// A list changed on disk is read without SIGHUP (inotify): rewritten in place, renamed into place
+    /// (a rolled-back one, refused), and in a folder of lists, a new file dropped in.
+    func testAChangedListIsReadWithoutSIGHUP() throws {
+        let now = self.now
+        let jwks = try writeList("list.jwt", ["--size", "8", "--iat", String(now - 100)])
+        let token = try pass("4001", idx: 5)
+        let scene = dir + "/loop.scenario"
+        try TestFiles.write("size 320x320\nfps 20\nframes 20\nloop\ncode qr \"\(token)\" frames 0-4 module 3\n", to: scene)
+        let daemon = try RunningScangate(args(scene, jwks: jwks, list: "list.jwt").filter { $0 != "--fast" } + ["--hold-off-ms", "300"], in: dir)
+        func verdicts() -> [String] { daemon.stdoutLines.compactMap { try? JSONValue.parse($0) }.map { $0["rejected"]?.stringValue ?? "accepted" } }
+        func loads() -> Int { daemon.stderrLines.filter { $0.contains("credentials: ") && $0.contains("policy-stale = deny, rollback guard") }.count }
+        func changes() -> Int { daemon.stderrLines.filter { $0.contains("status list change in \(dir) (list.jwt): reloading") }.count }
+        XCTAssertTrue(waitUntil(60) { verdicts().contains("accepted") && daemon.stderrLines.contains { $0.contains("status lists: watching") } },
+                      daemon.stderrText)
+        // Rewritten in place with a newer list that revokes entry 5: no signal.
+        try writeList("list.jwt", ["--size", "8", "--set", "5=1", "--iat", String(now - 10)])
+        XCTAssertTrue(waitUntil(30) { changes() >= 1 && loads() >= 2 }, daemon.stderrText)
+        var seen = verdicts().count
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "revoked" }, daemon.stderrText)
+        // The first list again, renamed into place: refused as rolled back; the kept newer list stays in force.
+        try writeList("old.jwt", ["--size", "8", "--iat", String(now - 100)])
+        XCTAssertEqual(rename(dir + "/old.jwt", dir + "/list.jwt"), 0)
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("rolled back: iat") } && loads() >= 3 }, daemon.stderrText)
+        seen = verdicts().count
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 }, daemon.stderrText)
+        XCTAssertEqual(verdicts().last, "revoked", "the rolled-back list let the revoked pass in")
+        // Other files in the directory are not the list: no reload for them.
+        XCTAssertEqual(changes(), 2, daemon.stderrText)
+        XCTAssertEqual(daemon.stop(), 0)
+        XCTAssertFalse(daemon.stderrLines.contains { $0.contains("SIGHUP") && $0.contains("reloading") }, daemon.stderrText)
+    }
+
+    func testANewListInTheFolderIsReadWithoutSIGHUP() throws {
+        let now = self.now
+        XCTAssertEqual(mkdir(dir + "/lists", 0o755), 0)
+        let jwks = try writeList("lists/a.jwt", ["--size", "8", "--iat", String(now - 100)])
+        let token = try pass("4001", idx: 5)
+        let scene = dir + "/loop.scenario"
+        try TestFiles.write("size 320x320\nfps 20\nframes 20\nloop\ncode qr \"\(token)\" frames 0-4 module 3\n", to: scene)
+        let daemon = try RunningScangate(args(scene, jwks: jwks, list: "lists").filter { $0 != "--fast" } + ["--hold-off-ms", "300"], in: dir)
+        func verdicts() -> [String] { daemon.stdoutLines.compactMap { try? JSONValue.parse($0) }.map { $0["rejected"]?.stringValue ?? "accepted" } }
+        XCTAssertTrue(waitUntil(60) { verdicts().contains("accepted") && daemon.stderrLines.contains { $0.contains("status lists: watching \(dir)/lists/") } },
+                      daemon.stderrText)
+        // A newer list for the same uri, written under a hidden name and renamed in, as an installer does.
+        try writeList("lists/.b.tmp", ["--size", "8", "--set", "5=1", "--iat", String(now - 10)])
+        XCTAssertEqual(rename(dir + "/lists/.b.tmp", dir + "/lists/b.jwt"), 0)
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("status list change in \(dir)/lists (b.jwt): reloading") } },
+                      daemon.stderrText)
+        let seen = verdicts().count
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "revoked" }, daemon.stderrText)
+        XCTAssertFalse(daemon.stderrLines.contains { $0.contains(".b.tmp") && $0.contains("reloading") }, "a hidden file is not a list")
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
     func testBadStatusListOptionsExit2WithOneLineNamingThem() throws {
         let jwks = try writeList("list.jwt", ["--size", "8"])
         let scene = try scenario([])
