@@ -33,16 +33,7 @@ enum PolicyCommand {
         """
 
     static func run(_ arguments: [String]) -> Int32 {
-        guard let sub = arguments.first else { return usageError("policy needs verify or show (see scangate policy --help)") }
-        let rest = Array(arguments.dropFirst())
-        switch sub {
-        case "-h", "--help", "help":
-            print(help)
-            return 0
-        case "verify": return verify(rest)
-        case "show": return show(rest)
-        default: return usageError("policy: unknown subcommand '\(sub)' (verify, show)")
-        }
+        CommandArguments.dispatch(arguments, command: "policy", help: help, [("verify", verify), ("show", show)])
     }
 
     /// The settings, keys and --json of one policy command; nil when --help was asked.
@@ -50,6 +41,8 @@ enum PolicyCommand {
         let credential: CredentialSettings
         let policy: PolicySettings
         let keys: CredentialKeySet
+        /// The rollback guard as policy-state-file holds it now (empty when there is no file yet).
+        let held: PolicyState
         let json: Bool
         let positionals: [String]
         let now: Int64
@@ -74,7 +67,13 @@ enum PolicyCommand {
         } catch {
             throw UsageError("credential-keys " + error.description)
         }
-        return Context(credential: credential, policy: settings.policy, keys: keys, json: parsed.localValue("json") == "true",
+        let held: PolicyState
+        do throws(StatusListError) {
+            held = try PolicyState.load(path: settings.policy.stateFile)
+        } catch {
+            throw UsageError(error.message)
+        }
+        return Context(credential: credential, policy: settings.policy, keys: keys, held: held, json: parsed.localValue("json") == "true",
                        positionals: parsed.positionals, now: WallClock.nowNanoseconds() / 1_000_000_000)
     }
 
@@ -94,12 +93,7 @@ enum PolicyCommand {
                 throw UsageError("policy verify \(error.path): \(error.reasonText) (give a statuslist+jwt file)")
             }
             let statePath = context.policy.stateFile
-            let held: PolicyState
-            do throws(StatusListError) {
-                held = try PolicyState.load(path: statePath)
-            } catch {
-                throw UsageError(error.message)
-            }
+            let held = context.held
             let out = FileDescriptor(rawValue: 1)
             let token: StatusListToken
             do throws(StatusListError) {
@@ -181,12 +175,7 @@ enum PolicyCommand {
                 throw UsageError("policy show needs --credential-status-list PATH or --config FILE with credential-status-list (a statuslist+jwt file or a folder of them)")
             }
             let statePath = context.policy.stateFile
-            let held: PolicyState
-            do throws(StatusListError) {
-                held = try PolicyState.load(path: statePath)
-            } catch {
-                throw UsageError(error.message)
-            }
+            let held = context.held
             let set = try StatusListSet.read(path: path, keys: context.keys, algorithms: context.credential.algorithms, statePath: statePath).set
             let now = context.now
             let out = FileDescriptor(rawValue: 1)
