@@ -119,7 +119,7 @@ enum PolicyCommand {
                            ("policy_stale", JSONText.string(context.policy.stale.rawValue))]
                 _ = out.writeAll(Array((JSONText.object(fields) + "\n").utf8))
             } else {
-                var lines = ["\(file): " + (rolledBack == nil ? "would be used" : "refused (rolled back)")]
+                var lines = ["\(Logger.escapeControls(file)): " + (rolledBack == nil ? "would be used" : "refused (rolled back)")]
                 lines += describe(token, now: context.now, stale: context.policy.stale)
                 let guardLine: String
                 if let guardIssuedAt {
@@ -151,7 +151,8 @@ enum PolicyCommand {
             "  kid \(Logger.escape(token.keyID))",
             "  iat \(CredentialVerifier.time(Double(token.issuedAt))) (\(token.issuedAt), \(now - token.issuedAt) s ago)",
             "  exp \(CredentialVerifier.time(Double(token.expiresAt))) (\(token.expiresAt), "
-                + (now >= token.expiresAt ? "EXPIRED \(now - token.expiresAt) s ago: policy-stale = \(stale.rawValue))" : "in \(token.expiresAt - now) s)"),
+                + (now >= token.expiresAt ? "EXPIRED \(now - token.expiresAt) s ago; " + (stale == .deny ? "its passes are refused as policy-stale"
+                    : "it still decides") + " (policy-stale = \(stale.rawValue)))" : "in \(token.expiresAt - now) s)"),
         ]
         if let ttl = token.ttl { lines.append("  ttl \(ttl) s") }
         lines.append("  fingerprint \(token.fingerprint)")

@@ -111,6 +111,15 @@ final class PolicyCommandTests: XCTestCase {
         // Nothing was written: no state file, no kept copies.
         XCTAssertFalse(FileManager.default.fileExists(atPath: state), "policy verify wrote the rollback guard")
         XCTAssertFalse(FileManager.default.fileExists(atPath: StatusListSet.keptDirectory(state)), "policy verify kept a copy")
+        // A list past its exp is still used (exit 0); the line says what its passes meet under policy-stale.
+        let stale = try writeList("stale.jwt", ["--size", "8", "--iat", String(now - 7200), "--exp", String(now - 3600)])
+        let expired = try ScangateProcess.run(["policy", "verify", stale] + settings)
+        XCTAssertEqual(expired.status, 0, expired.stderr)
+        XCTAssertTrue(expired.stdoutText.contains(" (\(now - 3600), EXPIRED 36"), expired.stdoutText)
+        XCTAssertTrue(expired.stdoutText.contains("its passes are refused as policy-stale (policy-stale = deny))"), expired.stdoutText)
+        let allowKnown = try ScangateProcess.run(["policy", "verify", stale, "--policy-stale", "allow-known", "--json"] + settings)
+        XCTAssertEqual(try json(allowKnown)["expired"]?.boolValue, true)
+        XCTAssertEqual(try json(allowKnown)["policy_stale"]?.stringValue, "allow-known")
         print("policy verify: \(result.stdoutLines.first ?? ""); \(fingerprint)")
     }
 
