@@ -59,7 +59,8 @@ public enum ScanGateCommand {
         for c in commands { lines.append("  " + c.name.padding(16) + c.summary) }
         lines += ["", "Exit codes: 0 ok; 1 the answer is no (decode-image found nothing, doctor's camera failed, status found",
                   "no daemon, credential verify refused the pass, policy verify refused the list, bench/soak missed a",
-                  "target); 2 bad flag, value, file or config; 3 the daemon could not run; 4 doctor: a device other than the camera failed."]
+                  "target); 2 bad flag, value, file or config; 3 the daemon could not run; 4 doctor: a device other",
+                  "than the camera failed."]
         return lines.joined(separator: "\n")
     }
 }
