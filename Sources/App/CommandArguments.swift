@@ -63,3 +63,24 @@ struct CommandArguments {
         do { return try parse() } catch { throw UsageError("\(flag): \(error)") }
     }
 }
+
+extension CommandArguments {
+    /// `scangate COMMAND SUB ...` (credential, policy): runs the subcommand the first argument names with
+    /// the rest, prints `help` for -h, --help or help, and says in one line what is allowed otherwise (exit 2).
+    static func dispatch(_ arguments: [String], command: String, help: String,
+                         _ subcommands: [(name: String, run: ([String]) -> Int32)]) -> Int32 {
+        let names = subcommands.map(\.name)
+        guard let sub = arguments.first else {
+            let spelled = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "") : names.joined()
+            return usageError("\(command) needs \(spelled) (see scangate \(command) --help)")
+        }
+        if sub == "-h" || sub == "--help" || sub == "help" {
+            print(help)
+            return ExitCode.success.rawValue
+        }
+        guard let found = subcommands.first(where: { $0.name == sub }) else {
+            return usageError("\(command): unknown subcommand '\(sub)' (\(names.joined(separator: ", ")))")
+        }
+        return found.run(Array(arguments.dropFirst()))
+    }
+}

@@ -53,17 +53,7 @@ enum CredentialCommand {
         """
 
     static func run(_ arguments: [String]) -> Int32 {
-        guard let sub = arguments.first else { return usageError("credential needs keygen, issue or verify (see scangate credential --help)") }
-        let rest = Array(arguments.dropFirst())
-        switch sub {
-        case "-h", "--help", "help":
-            print(help)
-            return 0
-        case "keygen": return keygen(rest)
-        case "issue": return issue(rest)
-        case "verify": return verify(rest)
-        default: return usageError("credential: unknown subcommand '\(sub)' (keygen, issue, verify)")
-        }
+        CommandArguments.dispatch(arguments, command: "credential", help: help, [("keygen", keygen), ("issue", issue), ("verify", verify)])
     }
 
     // MARK: - keygen

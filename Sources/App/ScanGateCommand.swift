@@ -15,6 +15,7 @@ public enum ScanGateCommand {
         ("decode-image", "decode codes in PNG, JPEG or PGM files", DecodeImageCommand.run),
         ("make-code", "draw a QR or barcode in the terminal, or to a PNG/PGM file", MakeCodeCommand.run),
         ("credential", "signed passes: make a signing key, issue a pass, verify passes (keygen, issue, verify)", CredentialCommand.run),
+        ("policy", "status lists as the daemon takes them: verify a file, show what is in force (verify, show)", PolicyCommand.run),
         ("render", "write a scenario's frames to a Y4M file or a folder (for replay)", RenderCommand.run),
         ("check-config", "validate a config file and print the effective configuration", CheckConfigCommand.run),
         ("list-cameras", "list V4L2 cameras with their formats, sizes, rates and controls", ListCamerasCommand.run),
@@ -57,8 +58,9 @@ public enum ScanGateCommand {
         ]
         for c in commands { lines.append("  " + c.name.padding(16) + c.summary) }
         lines += ["", "Exit codes: 0 ok; 1 the answer is no (decode-image found nothing, doctor's camera failed, status found",
-                  "no daemon, credential verify refused the pass, bench/soak missed a target); 2 bad flag, value, file or",
-                  "config; 3 the daemon could not run; 4 doctor: a device other than the camera failed."]
+                  "no daemon, credential verify refused the pass, policy verify refused the list, bench/soak missed a",
+                  "target); 2 bad flag, value, file or config; 3 the daemon could not run; 4 doctor: a device other",
+                  "than the camera failed."]
         return lines.joined(separator: "\n")
     }
 }

@@ -21,11 +21,21 @@ public struct StatusListSet: Sendable {
     public let state: PolicyState
     /// One line per kept copy in force because no file gave a usable list for its uri.
     public var kept: [String] = []
-    /// The uris whose list in force is such a kept copy.
-    public var keptURIs: [String] = []
+    /// Where each list in force came from, in the order of `lists` (for `scangate policy show`).
+    public var origins: [Origin] = []
+
+    /// A list in force was read from a file in credential-status-list, or is the copy kept beside the state file.
+    public enum Origin: Equatable, Sendable {
+        case file(String)
+        case kept(String)
+    }
 
     /// Whether `token` is in force as the kept copy rather than from a file.
-    public func isKept(_ token: StatusListToken) -> Bool { keptURIs.contains { $0.bytesEqual(token.uri) } }
+    public func isKept(_ token: StatusListToken) -> Bool {
+        guard let i = lists.firstIndex(where: { $0.uri.bytesEqual(token.uri) }), i < origins.count else { return false }
+        if case .kept = origins[i] { return true }
+        return false
+    }
 
     public func list(uri: String) -> StatusListToken? { lists.first { $0.uri.bytesEqual(uri) } }
 
@@ -100,9 +110,7 @@ public struct StatusListSet: Sendable {
         for file in files {
             let bytes: [UInt8]
             do throws(BoundedFileError) {
-                let opened = try BoundedFile.open(file, limit: FileSizeLimit(bytes: StatusListToken.maxTokenBytes, kind: "status list files"))
-                defer { opened.close() }
-                bytes = try opened.readAll()
+                bytes = try readTokenFile(file)
             } catch {
                 // The one file named: a configuration error. In a folder: that file is skipped and said.
                 if files.count == 1 && file == path {
@@ -125,10 +133,10 @@ public struct StatusListSet: Sendable {
         var state = held
         var lists: [StatusListToken] = []
         var raw: [[UInt8]] = []
+        var origins: [Origin] = []
         for (file, token, bytes) in candidates {
-            if let newest = held.issuedAt(uri: token.uri), token.issuedAt < newest {
-                refused.append("\(file) (\(token.fingerprint)): rolled back: iat \(CredentialVerifier.time(Double(token.issuedAt))) is older than "
-                               + "\(CredentialVerifier.time(Double(newest))), the newest this kiosk accepted for \(JSONText.asciiString(token.uri)) (policy-state-file \(statePath))")
+            if let why = rolledBack(token, held: held, statePath: statePath) {
+                refused.append("\(file) (\(token.fingerprint)): " + why)
                 refusedURIs.append(token.uri)
                 continue
             }
@@ -138,6 +146,7 @@ public struct StatusListSet: Sendable {
                     refused.append("superseded: \(lists[i].fingerprint) for \(JSONText.asciiString(token.uri)) by \(file), whose iat is newer")
                     lists[i] = token
                     raw[i] = bytes
+                    origins[i] = .file(file)
                 } else {
                     refused.append("\(file) (\(token.fingerprint)): superseded: another file holds \(JSONText.asciiString(token.uri)) with an iat as new or newer")
                 }
@@ -145,6 +154,7 @@ public struct StatusListSet: Sendable {
             }
             lists.append(token)
             raw.append(bytes)
+            origins.append(.file(file))
         }
         // Kept only when it differs from the copy already kept (a restart with the same list writes nothing).
         var toKeep: [(uri: String, bytes: [UInt8])] = []
@@ -170,7 +180,7 @@ public struct StatusListSet: Sendable {
                     continue
                 }
                 lists.append(kept)
-                keptURIs.append(kept.uri)
+                origins.append(.kept(keptPath(statePath, uri: entry.uri)))
                 keptNotes.append("the kept copy of \(JSONText.asciiString(entry.uri)) stays in force (iat \(CredentialVerifier.time(Double(kept.issuedAt))), "
                                + "\(kept.fingerprint)): no file in credential-status-list gave a list for it that could be used")
             } catch {
@@ -178,15 +188,29 @@ public struct StatusListSet: Sendable {
             }
         }
         refusedURIs.removeAll { uri in lists.contains { $0.uri.bytesEqual(uri) } }
-        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state, kept: keptNotes, keptURIs: keptURIs), state != held, toKeep)
+        return (StatusListSet(lists: lists, refused: refused, refusedURIs: refusedURIs, state: state, kept: keptNotes, origins: origins),
+                state != held, toKeep)
+    }
+
+    /// Why `token` is refused as rolled back ("rolled back: iat ... is older than ..."), nil when the guard
+    /// `held` has no newer iat for its uri.
+    public static func rolledBack(_ token: StatusListToken, held: PolicyState, statePath: String) -> String? {
+        guard let newest = held.issuedAt(uri: token.uri), token.issuedAt < newest else { return nil }
+        return "rolled back: iat \(CredentialVerifier.time(Double(token.issuedAt))) is older than \(CredentialVerifier.time(Double(newest))), "
+            + "the newest this kiosk accepted for \(JSONText.asciiString(token.uri)) (policy-state-file \(statePath))"
+    }
+
+    /// A status list token file's bytes, read within `StatusListToken.maxTokenBytes` (a regular file only).
+    public static func readTokenFile(_ path: String) throws(BoundedFileError) -> [UInt8] {
+        let file = try BoundedFile.open(path, limit: FileSizeLimit(bytes: StatusListToken.maxTokenBytes, kind: "status list files"))
+        defer { file.close() }
+        return try file.readAll()
     }
 
     /// The kept copy of `uri`'s list, nil when there is none (or it cannot be read).
     static func keptBytes(_ statePath: String, uri: String) -> [UInt8]? {
         do throws(BoundedFileError) {
-            let file = try BoundedFile.open(keptPath(statePath, uri: uri), limit: FileSizeLimit(bytes: StatusListToken.maxTokenBytes, kind: "status list files"))
-            defer { file.close() }
-            return try file.readAll()
+            return try readTokenFile(keptPath(statePath, uri: uri))
         } catch {
             return nil
         }
