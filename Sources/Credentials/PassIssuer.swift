@@ -16,9 +16,12 @@ public struct PassRequest: Sendable {
     public var oneTime: Bool
     /// Seconds since the epoch.
     public var now: Int64
+    /// The pass's entry in a Token Status List (`status` claim; CWT: 65535).
+    public var status: StatusReference?
 
     public init(format: CredentialFormat, number: String, lifetimeSeconds: Int64, audience: String? = nil,
-                issuer: String? = nil, keyID: String? = nil, oneTime: Bool = false, now: Int64) {
+                issuer: String? = nil, keyID: String? = nil, oneTime: Bool = false, now: Int64, status: StatusReference? = nil) {
+        self.status = status
         self.format = format
         self.number = number
         self.lifetimeSeconds = lifetimeSeconds
@@ -54,6 +57,9 @@ public enum PassIssuer {
             claims.append(("iat", String(request.now)))
             claims.append(("exp", String(expires.partialValue)))
             if request.oneTime { claims.append(("jti", JSONText.string(Base64.urlEncode(try CryptoDigest.randomBytes(9))))) }
+            if let s = request.status {
+                claims.append(("status", JSONText.object([("status_list", JSONText.object([("idx", String(s.index)), ("uri", JSONText.string(s.uri))]))])))
+            }
             let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(JSONText.object(claims).utf8))
             let signature = try key.sign(Array(input.utf8))
             return input + "." + Base64.urlEncode(signature)
@@ -68,6 +74,10 @@ public enum PassIssuer {
             if let aud = request.audience { claims.append((.int(COSESign1.Claim.aud), .text(aud))) }
             claims.append((.int(COSESign1.Claim.exp), .int(expires.partialValue)))
             if request.oneTime { claims.append((.int(COSESign1.Claim.cti), .bytes(try CryptoDigest.randomBytes(8)))) }
+            if let s = request.status {
+                let reference = CBORValue.map(CBORMap([(.text("idx"), .int(Int64(s.index))), (.text("uri"), .text(s.uri))]) ?? CBORMap())
+                claims.append((.int(COSESign1.Claim.status), .map(CBORMap([(.text("status_list"), reference)]) ?? CBORMap())))
+            }
             let payload = CBORValue.map(CBORMap(claims) ?? CBORMap()).encoded
             let signature = try key.sign(COSESign1.sigStructure(protected: protected, payload: payload))
             let message = CBORValue.tagged(COSESign1.sign1Tag, .array([.bytes(protected), .map(CBORMap()), .bytes(payload), .bytes(signature)]))

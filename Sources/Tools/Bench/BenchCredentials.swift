@@ -19,9 +19,43 @@ public struct CredentialBenchFigures: Sendable {
 
     public var measures: [Measure] = []
 
+    /// Revocation at a site's scale: a 1,000,000-entry Token Status List (1 bit, 1% revoked).
+    public struct StatusListFigures: Sendable {
+        public let entries: Int
+        /// The list token's size, and the time to read, verify and inflate it (once per list change).
+        public let tokenBytes: Int
+        public let loadMilliseconds: Double
+        /// A whole decision per read: the pass verified (JWT Ed25519), then its entry looked up.
+        public let decide: Percentiles
+        /// The lookup alone.
+        public let lookup: Percentiles
+    }
+
+    public var statusList: StatusListFigures?
+
     /// Rows for `scangate bench`. Target: the p99 stays under 2 ms, a tenth of one ~20 ms zbar pass
     /// on a 640x480 frame (docs: stack.md); the lead puts the zbar figure beside it.
     public func rows(zbarPassMilliseconds: Double? = nil) -> [BenchReport.Row] {
+        passRows(zbarPassMilliseconds: zbarPassMilliseconds) + statusListRows(zbarPassMilliseconds: zbarPassMilliseconds)
+    }
+
+    /// Issue 21's target: deciding a read against the list stays under 5% of one zbar pass (p99).
+    func statusListRows(zbarPassMilliseconds zbar: Double?) -> [BenchReport.Row] {
+        guard let s = statusList else { return [] }
+        func micro(_ ms: Double) -> String { "\(Int((ms * 1000).rounded())) us" }
+        let share = zbar.map { $0 > 0 ? " (\(fmt(100 * s.decide.at(99) / $0, 1))% of zbar)" : "" } ?? ""
+        return [
+            BenchReport.Row(name: "status list of \(s.entries) entries: read, verify, inflate (\(s.tokenBytes / 1024) KiB token)",
+                            measured: "\(fmt(s.loadMilliseconds, 1)) ms", target: "(once per list change)", pass: nil),
+            BenchReport.Row(name: "decide a pass against that list (verify + lookup)",
+                            measured: "p50 \(micro(s.decide.at(50))), p99 \(micro(s.decide.at(99)))\(share)",
+                            target: "p99 < 5% of a zbar pass", pass: zbar.map { $0 > 0 && s.decide.at(99) < 0.05 * $0 }),
+            BenchReport.Row(name: "status list lookup alone", measured: "p50 \(micro(s.lookup.at(50))), p99 \(micro(s.lookup.at(99)))",
+                            target: "(part of the above)", pass: nil),
+        ]
+    }
+
+    func passRows(zbarPassMilliseconds: Double?) -> [BenchReport.Row] {
         measures.map { m in
             let p50 = m.times.at(50), p99 = m.times.at(99)
             var measured = "p50 \(Int((p50 * 1000).rounded())) us, p99 \(Int((p99 * 1000).rounded())) us"
@@ -89,5 +123,62 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
         guard result == .fresh else { throw CryptoError("bench", directory, "consume: \(result)") }
     }
     figures.measures.append(.init(name: "credential one-time consume (\(storeDirectory))", times: Percentiles(times), passLength: 0))
+    figures.statusList = try benchStatusList(key: ed, keyID: edID, keys: keys, settings: settings, directory: directory,
+                                             now: now, iterations: iterations)
     return figures
+}
+
+/// A 1,000,000-entry list (1 bit, every entry a deterministic pseudo-random 1% revoked) issued and written
+/// to `directory`, read as the daemon reads it, then `iterations` decisions through CredentialPolicy (as
+/// the decode queue makes them) for a pass whose entry is valid, and as many lookups alone.
+func benchStatusList(key: PrivateKey, keyID: String, keys: CredentialKeySet, settings: CredentialSettings, directory: String,
+                     now: Int64, iterations: Int, entries: Int = 1_000_000) throws -> CredentialBenchFigures.StatusListFigures {
+    let uri = "https://issuer.example/status/1"
+    var statuses = [UInt8](repeating: 0, count: entries)
+    var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for i in 0..<entries {
+        seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        if (seed >> 33) % 100 == 0 { statuses[i] = 1 }
+    }
+    let valid = entries - 1
+    statuses[valid] = 0
+    let token = try StatusListIssuer.jwt(uri: uri, bits: 1, statuses: statuses, issuedAt: now - 60, expiresAt: now + 86_400,
+                                         keyID: keyID, key: key)
+    let path = directory + "/list.jwt"
+    do throws(AtomicFile.Failure) {
+        try AtomicFile.replace(path, with: Array(token.utf8), mode: 0o600)
+    } catch {
+        throw CryptoError("bench", path, "\(error)")
+    }
+    defer { unlink(path) }
+    let start = BenchClock.wallMilliseconds()
+    let set = try StatusListSet.read(path: path, keys: keys, algorithms: [.ed25519, .es256], statePath: directory + "/policy-state").set
+    let load = BenchClock.wallMilliseconds() - start
+    guard set.lists.count == 1, set.list(uri: uri)?.list.count ?? 0 >= entries else {
+        throw CryptoError("bench", path, "the list was not taken: \(set.refused)")
+    }
+    var quiet = settings
+    quiet.requireSyncedClock = false
+    let policy = CredentialPolicy(settings: quiet, keys: keys, store: nil, statusLists: set, now: { now }, logger: Logger(level: .error))
+    let pass = Array(try PassIssuer.issue(PassRequest(format: .jwt, number: "12345678", lifetimeSeconds: 3600, keyID: keyID, now: now,
+                                                      status: StatusReference(index: valid, uri: uri)), key: key).utf8)
+    var decide: [Double] = [], lookup: [Double] = []
+    decide.reserveCapacity(iterations)
+    lookup.reserveCapacity(iterations)
+    for _ in 0..<50 { _ = policy.evaluate(pass) }
+    for _ in 0..<iterations {
+        let t0 = BenchClock.wallMilliseconds()
+        let result = policy.evaluate(pass)
+        decide.append(BenchClock.wallMilliseconds() - t0)
+        guard case .success = result else { throw CryptoError("bench", uri, "the pass was not accepted: \(result)") }
+    }
+    let reference = StatusReference(index: valid, uri: uri)
+    for n in 0..<iterations {
+        let probe = n % 2 == 0 ? reference : StatusReference(index: (n &* 7919) % entries, uri: uri)
+        let t0 = BenchClock.wallMilliseconds()
+        let result = set.check(probe, now: now, stale: .deny)
+        lookup.append(BenchClock.wallMilliseconds() - t0)
+        if n % 2 == 0, case .failure(let refusal) = result { throw CryptoError("bench", uri, "the valid entry was refused: \(refusal)") }
+    }
+    return .init(entries: entries, tokenBytes: token.utf8.count, loadMilliseconds: load, decide: Percentiles(decide), lookup: Percentiles(lookup))
 }
