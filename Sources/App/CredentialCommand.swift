@@ -14,7 +14,7 @@ enum CredentialCommand {
     static let help = """
         Usage: scangate credential keygen --out DIR [--kid K] [--algorithm ed25519|es256]
                scangate credential issue --key FILE --number N --ttl DURATION [--config FILE] [--aud X] [--iss X]
-                                         [--kid K] [--one-time] [--format jwt|cwt]
+                                         [--kid K] [--one-time] [--format jwt|cwt] [--status-uri URI --status-idx N]
                                          [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
                scangate credential verify TEXT|--image FILE|--stdin [--config FILE] [--credential-keys PATH]
                                           [--credential-format jwt|cwt|any] [--credential-audience X]
@@ -36,7 +36,9 @@ enum CredentialCommand {
                  given, and refuses a --ttl over its credential-max-lifetime-s. --credential-audience and
                  --credential-issuer are the same as --aud and --iss.
                  --one-time adds a jti (cti) that a kiosk with credential-one-time consumes. --kid must match
-                 the kid in the kiosk's key set when keygen was given one. Without --out or --text, the pass
+                 the kid in the kiosk's key set when keygen was given one. --status-uri URI --status-idx N
+                 name the pass's entry in a Token Status List (the status claim; CWT 65535), so the site
+                 can revoke it there. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
                  that keeps the smallest QR version (or --ecc).
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
@@ -103,6 +105,7 @@ enum CredentialCommand {
         var scale = 8
         var configPath: String?
         var formatGiven = false, oneTimeGiven = false
+        var statusURI: String?, statusIndex: Int?
         var args = CommandArguments(arguments)
         do throws(UsageError) {
             while let arg = args.next() {
@@ -126,6 +129,8 @@ enum CredentialCommand {
                     guard let e = QREncoder.ErrorCorrection(name: name) else { throw UsageError("--ecc: '\(name)' is not one of L, M, Q, H") }
                     ecc = e
                 case "--scale": scale = try args.number(arg, 1...64)
+                case "--status-uri": statusURI = try args.value(arg, "the status list's URI (its sub)")
+                case "--status-idx": statusIndex = try args.number(arg, 0...StatusReference.maxIndex)
                 default:
                     if let on = try args.switchValue(arg, "one-time") {
                         request.oneTime = on
@@ -138,6 +143,15 @@ enum CredentialCommand {
                 }
             }
             guard let keyFile else { throw UsageError("credential issue needs --key FILE") }
+            switch (statusURI, statusIndex) {
+            case (nil, nil): break
+            case (let uri?, let index?):
+                guard !uri.isEmpty, uri.utf8.count <= StatusReference.maxURIBytes else {
+                    throw UsageError("--status-uri must be 1 to \(StatusReference.maxURIBytes) bytes")
+                }
+                request.status = StatusReference(index: index, uri: uri)
+            default: throw UsageError("credential issue takes --status-uri URI and --status-idx N together (the pass's entry in a status list)")
+            }
             guard let number, !number.isEmpty else { throw UsageError("credential issue needs --number N") }
             guard number.count <= CredentialVerifier.maxNumberLength,
                   number.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F && !(0x80...0x9F).contains($0.value) }) else {

@@ -1,3 +1,4 @@
+import Core
 @testable import Credentials
 import Foundation
 import XCTest
@@ -42,6 +43,36 @@ final class CredentialCommandTests: XCTestCase {
         let pgm = dir + "/pass.pgm"
         XCTAssertEqual(try ScangateProcess.run(["credential", "issue", "--key", key, "--kid", "site-1", "--number", "1", "--ttl", "90s", "--out", pgm]).status, 0)
         XCTAssertEqual(try ScangateProcess.run(["credential", "verify", "--image", pgm, "--keys", jwks, "--require-synced-clock", "no"]).status, 0)
+    }
+
+    /// `issue --status-uri --status-idx` names the pass's entry in a status list: PyJWT reads the JWT's
+    /// status claim as the draft spells it, and the CWT's claim 65535 comes back from verify.
+    func testIssueNamesThePassesStatusListEntry() throws {
+        let (key, jwks) = try keygen()
+        let jwt = try ScangateProcess.run(["credential", "issue", "--key", key, "--kid", "site-1", "--number", "7", "--ttl", "10m",
+                                           "--format", "jwt", "--text", "--status-uri", "https://s/1", "--status-idx", "1234"])
+        XCTAssertEqual(jwt.status, 0, jwt.stderr)
+        let peer = try PythonPeers.run("pyjwt_peer.py", ["verify", jwks, jwt.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)])
+        XCTAssertEqual(peer.status, 0, peer.stdout)
+        let claims = try JSONValue.parse(peer.stdout)
+        XCTAssertEqual(claims["status"]?["status_list"]?["idx"]?.numberValue?.int64, 1234, peer.stdout)
+        XCTAssertEqual(claims["status"]?["status_list"]?["uri"]?.stringValue, "https://s/1", peer.stdout)
+        let cwt = try ScangateProcess.run(["credential", "issue", "--key", key, "--kid", "site-1", "--number", "7", "--ttl", "10m",
+                                           "--text", "--status-uri", "https://s/1", "--status-idx", "0"])
+        XCTAssertEqual(cwt.status, 0, cwt.stderr)
+        let verified = try ScangateProcess.run(["credential", "verify", "--keys", jwks, "--require-synced-clock", "no",
+                                                cwt.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)])
+        XCTAssertEqual(verified.status, 0, verified.stderr)
+        XCTAssertTrue(verified.stdoutText.contains("\"65535\":{\"status_list\":{\"idx\":0,\"uri\":\"https://s/1\"}}"), verified.stdoutText)
+        for (args, message) in [(["--status-idx", "3"], "takes --status-uri URI and --status-idx N together"),
+                                (["--status-uri", "https://s/1"], "takes --status-uri URI and --status-idx N together"),
+                                (["--status-uri", "", "--status-idx", "3"], "--status-uri must be 1 to 2048 bytes"),
+                                (["--status-uri", "u", "--status-idx", "-1"], "--status-idx")] {
+            let bad = try ScangateProcess.run(["credential", "issue", "--key", key, "--number", "7", "--ttl", "10m", "--text"] + args)
+            XCTAssertEqual(bad.status, 2, "\(args)")
+            XCTAssertEqual(bad.stderr.split(separator: "\n").count, 1, bad.stderr)
+            XCTAssertTrue(bad.stderr.contains(message), bad.stderr)
+        }
     }
 
     func testVerifyRefusalsExitOneAndStdinHandlesEachLine() throws {
