@@ -197,18 +197,17 @@ final class CredentialStatusListTests: XCTestCase {
         """
     static let draftJWKS = #"{"keys":[{"kty":"EC","crv":"P-256","x":"I3HWm_0Ds1dPMI-IWmf4mBmH-YaeAVbPVu7vB27CxXo","y":"6N_d5Elj9bs1htgV3okJKIdbHEpkgTmAluYKJemzn1M","kid":"12"}]}"#
 
+    /// What a verified list says, in one line to compare.
+    static func described(_ t: StatusListToken) -> String {
+        "\(t.format) \(t.uri) iat \(t.issuedAt) exp \(t.expiresAt) ttl \(t.ttl.map { String($0) } ?? "-") kid \(t.keyID), \(t.list.count) of \(t.list.bits) bit"
+    }
+
     func testTheDraftsCWTExampleVerifiesWithTheDraftsKeyAndDecodesToTheDraftsBits() throws {
         let keys = try CredentialKeySet.parseJWKS(Array(Self.draftJWKS.utf8), file: "draft.jwks")
         let text = Array(Self.draftCWT.utf8)
         for form in [text, Hex.decode(Self.draftCWT.filter { !$0.isWhitespace }) ?? []] {
             let token = try StatusListToken.verify(form, keys: keys, algorithms: [.es256])
-            XCTAssertEqual(token.format, .cwt)
-            XCTAssertEqual(token.uri, "https://example.com/statuslists/1")
-            XCTAssertEqual(token.issuedAt, 1_686_920_170)
-            XCTAssertEqual(token.expiresAt, 2_291_720_170)
-            XCTAssertEqual(token.ttl, 43200)
-            XCTAssertEqual(token.keyID, "12")
-            XCTAssertEqual(token.list.bits, 1)
+            XCTAssertEqual(Self.described(token), "cwt https://example.com/statuslists/1 iat 1686920170 exp 2291720170 ttl 43200 kid 12, 16 of 1 bit")
             XCTAssertEqual(token.list.bytes, [0xB9, 0xA3])
         }
         // One byte of the signature changed: refused.
@@ -239,13 +238,7 @@ final class CredentialStatusListTests: XCTestCase {
         XCTAssertEqual(try StatusListEncoding.detect(Array(hexText.utf8)), .cwt(Hex.decode(hexText.filter { !$0.isWhitespace }) ?? [], hex: true))
         for bytes in [raw, Array(hexText.utf8)] {
             let token = try StatusListToken.verify(bytes, keys: keys, algorithms: [.ed25519])
-            XCTAssertEqual(token.format, .cwt)
-            XCTAssertEqual(token.uri, "https://site/lists/2")
-            XCTAssertEqual(token.issuedAt, 1_800_000_000)
-            XCTAssertEqual(token.expiresAt, 1_800_086_400)
-            XCTAssertEqual(token.ttl, 3600)
-            XCTAssertEqual(token.keyID, "site")
-            XCTAssertEqual(token.list.count, 100)
+            XCTAssertEqual(Self.described(token), "cwt https://site/lists/2 iat 1800000000 exp 1800086400 ttl 3600 kid site, 100 of 2 bit")
             XCTAssertEqual([6, 7, 8, 9, 99].map { token.list.status(at: $0) }, [0, 1, 2, 0, 3])
             XCTAssertEqual(token.fingerprint, TokenFingerprint.describe(bytes))
         }
@@ -298,11 +291,7 @@ final class CredentialStatusListTests: XCTestCase {
     /// A CWT list's kept copy holds its bytes as read and is verified again as CWT; a rolled-back CWT list is
     /// refused as a JWT one is; JWT and CWT lists sit side by side in one folder.
     func testCWTListsKeepTheirCopyAndMeetTheRollbackGuard() throws {
-        let statePath = dir + "/state/policy-state"
-        try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
-        let lists = dir + "/lists"
-        try FileManager.default.createDirectory(atPath: lists, withIntermediateDirectories: true)
-        XCTAssertEqual(chmod(lists, 0o755), 0)
+        let (statePath, lists) = try stateAndListFolders()
         let newer = try makeList("lists/a.cwt", ["--uri", "https://site/cwt", "--size", "8", "--set", "2=1", "--form", "cwt",
                                                  "--iat", "1800000200", "--exp", "4000000000"])
         _ = try makeList("lists/b.jwt", ["--uri", "https://site/jwt", "--size", "8", "--iat", "1800000200", "--exp", "4000000000"])
@@ -421,12 +410,17 @@ final class CredentialStatusListTests: XCTestCase {
 
     // MARK: the rollback guard
 
-    func testAnOlderListIsRefusedAfterTheNewerOneWasUsedAcrossAReload() throws {
-        let statePath = dir + "/state/policy-state"
+    /// `state/policy-state` and a `lists` folder (0755) under the test's directory.
+    func stateAndListFolders() throws -> (state: String, lists: String) {
         try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
         let lists = dir + "/lists"
         try FileManager.default.createDirectory(atPath: lists, withIntermediateDirectories: true)
         XCTAssertEqual(chmod(lists, 0o755), 0)
+        return (dir + "/state/policy-state", lists)
+    }
+
+    func testAnOlderListIsRefusedAfterTheNewerOneWasUsedAcrossAReload() throws {
+        let (statePath, lists) = try stateAndListFolders()
         let newer = try makeList("lists/site.jwt", ["--uri", "https://site/1", "--size", "8", "--iat", "1800000200", "--exp", "4000000000"])
         let keys = try CredentialKeySet.load(path: newer.jwks)
         let first = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)
