@@ -16,7 +16,7 @@ enum PolicyCommand {
                                     [--credential-status-list PATH] [--policy-state-file PATH] [--policy-stale MODE]
                                     [--json]
 
-        verify   checks FILE, a status list token (statuslist+jwt), as the daemon would at its next start:
+        verify   checks FILE, a status list token (statuslist+jwt, or statuslist+cwt in binary or hex), as the daemon would at its next start:
                  the signature with credential-keys and credential-algorithms, then its claims; and, when
                  policy-state-file exists, whether its iat is older than the newest this kiosk accepted for
                  its uri (then it is refused as rolled back). Prints the uri, the entries and their bits, the
@@ -83,14 +83,14 @@ enum PolicyCommand {
         do throws(UsageError) {
             guard let context = try context(arguments, positionals: true) else { print(help); return 0 }
             guard context.positionals.count == 1, let file = context.positionals.first else {
-                throw UsageError(context.positionals.isEmpty ? "policy verify needs a FILE (a statuslist+jwt token)"
+                throw UsageError(context.positionals.isEmpty ? "policy verify needs a FILE (a statuslist+jwt or statuslist+cwt token)"
                                  : "policy verify takes one FILE, not \(context.positionals.count)")
             }
             let bytes: [UInt8]
             do throws(BoundedFileError) {
                 bytes = try StatusListSet.readTokenFile(file)
             } catch {
-                throw UsageError("policy verify \(error.path): \(error.reasonText) (give a statuslist+jwt file)")
+                throw UsageError("policy verify \(error.path): \(error.reasonText) (give a statuslist+jwt or statuslist+cwt file)")
             }
             let statePath = context.policy.stateFile
             let held = context.held
@@ -147,6 +147,7 @@ enum PolicyCommand {
     static func describe(_ token: StatusListToken, now: Int64, stale: PolicyStale) -> [String] {
         var lines = [
             "  uri \(JSONText.asciiString(token.uri))",
+            "  form " + (token.format == .cwt ? "statuslist+cwt (COSE_Sign1)" : "statuslist+jwt (JWS)"),
             "  entries \(token.list.count) of \(token.list.bits) bit\(token.list.bits == 1 ? "" : "s")",
             "  kid \(Logger.escape(token.keyID))",
             "  iat \(CredentialVerifier.time(Double(token.issuedAt))) (\(token.issuedAt), \(now - token.issuedAt) s ago)",
@@ -161,7 +162,7 @@ enum PolicyCommand {
 
     /// The JSON members that describe a verified list.
     static func listFields(_ token: StatusListToken, now: Int64) -> [(String, String)] {
-        [("uri", JSONText.string(token.uri)), ("entries", String(token.list.count)), ("bits", String(token.list.bits)),
+        [("uri", JSONText.string(token.uri)), ("format", JSONText.string(token.format.rawValue)), ("entries", String(token.list.count)), ("bits", String(token.list.bits)),
          ("kid", JSONText.string(token.keyID)), ("iat", String(token.issuedAt)), ("exp", String(token.expiresAt)),
          ("ttl", token.ttl.map { String($0) } ?? "null"), ("age_s", String(now - token.issuedAt)),
          ("expired", now >= token.expiresAt ? "true" : "false"), ("fingerprint", JSONText.string(token.fingerprint))]
@@ -173,7 +174,7 @@ enum PolicyCommand {
         do throws(UsageError) {
             guard let context = try context(arguments, positionals: false) else { print(help); return 0 }
             guard let path = context.credential.statusList else {
-                throw UsageError("policy show needs --credential-status-list PATH or --config FILE with credential-status-list (a statuslist+jwt file or a folder of them)")
+                throw UsageError("policy show needs --credential-status-list PATH or --config FILE with credential-status-list (a statuslist+jwt or statuslist+cwt file, or a folder of them)")
             }
             let statePath = context.policy.stateFile
             let held = context.held

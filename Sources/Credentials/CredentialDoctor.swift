@@ -69,7 +69,7 @@ public enum CredentialDoctor {
             }
             set = try StatusListSet.read(path: path, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile).set
         } catch {
-            return .fail(.credential, check, error.message, fix: "give credential-status-list a statuslist+jwt file or a folder of them")
+            return .fail(.credential, check, error.message, fix: "give credential-status-list a statuslist+jwt or statuslist+cwt file, or a folder of them")
         }
         let lists = set.lists.map { t in
             "\(JSONText.asciiString(t.uri)): \(t.list.count) entries, issued \(now - t.issuedAt) s ago, "

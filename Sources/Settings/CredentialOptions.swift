@@ -55,7 +55,7 @@ extension OptionTable {
                    apply: { s, v in s.credential.requireSyncedClock = try ParseValue.bool(v) },
                    show: { String($0.credential.requireSyncedClock) }),
         OptionSpec("credential-status-list", .credential, .value(placeholder: "PATH"), default: "",
-                   help: "Token Status Lists (statuslist+jwt, signed by a key in credential-keys): a file or a directory of them; a pass whose status is not VALID is refused as revoked",
+                   help: "Token Status Lists (statuslist+jwt or statuslist+cwt, signed by a key in credential-keys): a file or a directory of them; a pass whose status is not VALID is refused as revoked",
                    apply: { s, v in
                        let t = v.trimmingSpaces
                        s.credential.statusList = t.isEmpty ? nil : t

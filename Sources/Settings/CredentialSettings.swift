@@ -116,7 +116,7 @@ public struct CredentialSettings: SettingsSection {
     public var requireSyncedClock: Bool = true
     /// credential-output = number | token.
     public var output: CredentialOutput = .number
-    /// credential-status-list: a Token Status List file (statuslist+jwt) or a directory of them; nil: the
+    /// credential-status-list: a Token Status List file (statuslist+jwt, or statuslist+cwt in binary or hex) or a directory of them; nil: the
     /// status claims of passes are not checked.
     public var statusList: String? = nil
 

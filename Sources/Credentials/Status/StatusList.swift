@@ -49,6 +49,13 @@ public struct StatusList: Equatable, Sendable {
         guard let compressed = Base64.urlDecode(lst) else {
             throw StatusListError("status_list.lst is not base64url without padding")
         }
+        return try decode(bits: bits, compressed: compressed)
+    }
+
+    /// `bits` and the compressed bytes (CWT: `lst` is a byte string), inflated within maxBytes.
+    public static func decode(bits: Int, compressed: [UInt8]) throws(StatusListError) -> StatusList {
+        guard allowedBits.contains(bits) else { throw StatusListError("status_list.bits is \(bits); it must be 1, 2, 4 or 8") }
+        guard !compressed.isEmpty else { throw StatusListError("status_list.lst is empty") }
         let bytes: [UInt8]
         do throws(ZlibError) {
             bytes = try ZlibInflate.inflate(compressed, maxOutput: maxBytes)

@@ -99,7 +99,7 @@ public struct StatusListSet: Sendable {
             do throws(BoundedFileError) {
                 files = try BoundedDirectory.names(path, limit: maxFiles).sorted().filter { !$0.hasPrefix(".") }.map { path + "/" + $0 }
             } catch {
-                throw UsageError("credential-status-list \(path): \(error.reasonText) (give a statuslist+jwt file or a directory of them)")
+                throw UsageError("credential-status-list \(path): \(error.reasonText) (give a statuslist+jwt or statuslist+cwt file, or a directory of them)")
             }
         } else {
             files = [path]
@@ -114,7 +114,7 @@ public struct StatusListSet: Sendable {
             } catch {
                 // The one file named: a configuration error. In a folder: that file is skipped and said.
                 if files.count == 1 && file == path {
-                    throw UsageError("credential-status-list \(error.path): \(error.reasonText) (give a statuslist+jwt file or a directory of them)")
+                    throw UsageError("credential-status-list \(error.path): \(error.reasonText) (give a statuslist+jwt or statuslist+cwt file, or a directory of them)")
                 }
                 refused.append("\(file): \(error.reasonText)")
                 continue
@@ -165,7 +165,6 @@ public struct StatusListSet: Sendable {
         // A uri the guard holds but no file gave (refused, or missing): the kept copy of the list last
         // verified stays in force, when it is the very list whose iat the guard holds.
         var keptNotes: [String] = []
-        var keptURIs: [String] = []
         for entry in held.entries where !lists.contains(where: { $0.uri.bytesEqual(entry.uri) }) {
             guard let bytes = keptBytes(statePath, uri: entry.uri) else { continue }
             do throws(StatusListError) {
@@ -247,7 +246,7 @@ public struct StatusListSet: Sendable {
     /// "2 status lists (https://a/1: 1000 entries of 1 bit, iat ..., exp ...; ...)": for the start log.
     public var summary: String {
         "\(lists.count) status list\(lists.count == 1 ? "" : "s")" + (lists.isEmpty ? "" : " (" + lists.map { t in
-            "\(JSONText.asciiString(t.uri)): \(t.list.count) entries of \(t.list.bits) bit\(t.list.bits == 1 ? "" : "s"), kid \(Logger.escape(t.keyID)), "
+            "\(JSONText.asciiString(t.uri)): \(t.format == .cwt ? "CWT, " : "")\(t.list.count) entries of \(t.list.bits) bit\(t.list.bits == 1 ? "" : "s"), kid \(Logger.escape(t.keyID)), "
                 + "iat \(CredentialVerifier.time(Double(t.issuedAt))), exp \(CredentialVerifier.time(Double(t.expiresAt))), \(t.fingerprint)"
         }.joined(separator: "; ") + ")")
     }

@@ -36,6 +36,8 @@ public enum COSESign1 {
         public static let status: Int64 = 65535
         /// status_list (draft-ietf-oauth-status-list, Status List Token in CWT format).
         public static let statusList: Int64 = 65533
+        /// ttl (draft-ietf-oauth-status-list, Status List Token in CWT format).
+        public static let ttl: Int64 = 65534
 
         static let names: [Int64: String] = [1: "iss", 2: "sub", 3: "aud", 4: "exp", 5: "nbf", 6: "iat", 7: "cti"]
 
@@ -66,14 +68,37 @@ public enum COSESign1 {
         } catch {
             throw Refusal(.malformed, "after \(prefix): \(error)")
         }
+        return try message(bytes, limits: .pass)
+    }
+
+    /// How far a COSE_Sign1 is read, and which tags may wrap it.
+    struct Limits {
+        /// The most bytes of the whole message (and of its claims).
+        let maxBytes: Int
+        let maxItems: Int
+        /// Whether the CWT tag (61) may wrap the COSE_Sign1 tag: yes for passes; a status list token
+        /// must not carry it (draft-ietf-oauth-status-list, "Status List Token in CWT Format").
+        let allowsCWTTag: Bool
+
+        static let pass = Limits(maxBytes: COSESign1.maxBytes, maxItems: 256, allowsCWTTag: true)
+    }
+
+    /// A tagged COSE_Sign1 (tag 18, within tag 61 when `limits` allows it) from its CBOR bytes: what the
+    /// signature covers and what selects the key; nothing in the claims is read.
+    static func message(_ bytes: [UInt8], limits: Limits) throws(Refusal) -> ParsedToken {
         let item: CBORValue
         do throws(CBORError) {
-            item = try CBORValue.decode(bytes, maxBytes: maxBytes, maxDepth: 8, maxItems: 256)
+            item = try CBORValue.decode(bytes, maxBytes: limits.maxBytes, maxDepth: 8, maxItems: limits.maxItems)
         } catch {
             throw Refusal(.malformed, "COSE_Sign1: \(error)")
         }
         var body = item
-        if case .tagged(cwtTag, let inner) = body { body = inner }
+        if case .tagged(cwtTag, let inner) = body {
+            guard limits.allowsCWTTag else {
+                throw Refusal(.malformed, "the CWT tag (61) wraps it; a status list token is a COSE_Sign1 with tag 18 and no CWT tag")
+            }
+            body = inner
+        }
         guard case .tagged(sign1Tag, let message) = body else {
             throw Refusal(.malformed, "not a COSE_Sign1 (CBOR tag 18)")
         }
@@ -125,7 +150,10 @@ public enum COSESign1 {
         var parsed = ParsedToken(format: .cwt, algorithmName: "COSE \(algValue)", algorithm: algorithm, keyID: keyID,
                                  keyIDIsText: keyIDIsText, signingInput: sigStructure(protected: protectedBytes, payload: claimsBytes),
                                  signature: signature, payload: claimsBytes)
-        parsed.type = (protected[Label.typ] ?? unprotected[Label.typ])?.textValue
+        let typ = protected[Label.typ] ?? unprotected[Label.typ]
+        parsed.type = typ?.textValue
+        parsed.typeIsProtected = protected[Label.typ] != nil
+        if let typ, parsed.type == nil, let n = typ.int64 { parsed.typeContentFormat = n }
         return parsed
     }
 

@@ -16,8 +16,13 @@ struct ParsedToken: Sendable {
     let signature: [UInt8]
     /// The claims, still encoded: JSON (JWT) or CBOR (CWT).
     let payload: [UInt8]
-    /// The JWS header's typ, when it has one (a status list token says `statuslist+jwt`).
+    /// The header's typ as text, when it has one (a status list token says `statuslist+jwt`, or in COSE
+    /// `application/statuslist+cwt`).
     var type: String? = nil
+    /// COSE only: whether typ (label 16) is in the protected header, where the signature covers it.
+    var typeIsProtected = false
+    /// COSE only: typ as a CoAP Content-Format number (RFC 9596), when it is an integer.
+    var typeContentFormat: Int64? = nil
 }
 
 /// A pass's `status.status_list` claim (draft-ietf-oauth-status-list, Referenced Token): the index of its

@@ -1,4 +1,5 @@
 import Core
+import Platform
 import Credentials
 import Settings
 
@@ -11,7 +12,9 @@ enum StatusListFuzz {
     /// - as `bits` (the first byte picks 1, 2, 4, 8 or a wrong value) and a compressed list (the rest,
     ///   base64url-encoded as `lst`): a decoded list has one entry per `bits` of its bytes, each read back
     ///   below 2^bits, and none past its end;
-    /// - as status list token claims (JSON), and as a whole token: never verifies (no private key here).
+    /// - as status list token claims, JSON and CWT (CBOR), and as a whole token in either form (a first byte
+    ///   of 0x80 or more, or hex text, is the CWT form): never verifies (no private key here); the form is
+    ///   told from the bytes as StatusListEncoding says (binary as is, hex two digits a byte, else JWT).
     @Sendable static func run(_ bytes: [UInt8]) {
         let small = 1024
         let a = Result { () throws(ZlibError) in try ZlibInflate.inflate(bytes, maxOutput: small) }
@@ -47,6 +50,23 @@ enum StatusListFuzz {
         if case .success(let claims) = Result(catching: { () throws(StatusListError) in try StatusListToken.claims(bytes) }) {
             require(!claims.uri.isEmpty && claims.expiresAt > claims.issuedAt, "sub and times")
             require(claims.ttl.map { $0 > 0 } ?? true, "ttl positive")
+        }
+        if case .success(let claims) = Result(catching: { () throws(StatusListError) in try StatusListToken.cwtClaims(bytes) }) {
+            require(!claims.uri.isEmpty && claims.expiresAt > claims.issuedAt, "CWT sub and times")
+            require(claims.ttl.map { $0 > 0 } ?? true, "CWT ttl positive")
+            require(!claims.list.bytes.isEmpty && claims.list.bytes.count <= StatusList.maxBytes, "CWT list \(claims.list.bytes.count) bytes")
+        }
+        switch Result(catching: { () throws(StatusListError) in try StatusListEncoding.detect(bytes) }) {
+        case .success(.cwt(let cbor, hex: false)):
+            require(cbor == bytes && (bytes.first ?? 0) >= 0x80, "binary CWT is the input as it is")
+        case .success(.cwt(let cbor, hex: true)):
+            let digits = bytes.filter { Hex.value($0) != nil }
+            require(cbor.count * 2 == digits.count && Hex.string(cbor, lowercase: true) == String(decoding: digits, as: UTF8.self).lowercased(),
+                    "hex CWT decodes two digits a byte")
+        case .success(.jwt(let text)):
+            require(text.count <= bytes.count && (bytes.first ?? 0) < 0x80, "JWT text is within the input")
+        case .failure(let e):
+            require(e.message.contains("an odd number"), "only odd hex is refused before parsing: \(e)")
         }
         let verified = Result { () throws(StatusListError) in
             try StatusListToken.verify(bytes, keys: CredentialFuzz.keys, algorithms: [.ed25519, .es256])

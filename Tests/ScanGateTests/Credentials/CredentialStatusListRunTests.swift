@@ -155,6 +155,30 @@ final class CredentialStatusListRunTests: XCTestCase {
         print("cwt package passes through run: \(out.verdicts.joined(separator: ", "))")
     }
 
+    /// A status list in CWT form (the `cwt` package, raw COSE_Sign1 bytes as the draft serves them) decides JWT
+    /// and CWT passes alike: each revoked pass is refused, the pass of the next entry accepted.
+    func testACWTListRevokesAPassAndThePassNextToItIsAccepted() throws {
+        let jwks = try writeList("list.cwt", ["--size", "16", "--set", "5=1,7=1", "--form", "cwt"])
+        func cwtPass(_ sub: String, idx: Int) throws -> String {
+            try PythonPeers.run("statuslist_peer.py", ["pass", dir, "--sub", sub, "--idx", String(idx), "--uri", uri, "--form", "cwt"])
+                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let tokens = [try pass("1005", idx: 5), try pass("1006", idx: 6), try cwtPass("1007", idx: 7), try cwtPass("1008", idx: 8)]
+        let out = try run(args(try scenario(tokens), jwks: jwks, list: "list.cwt").map { $0 == "jwt" ? "any" : $0 })
+        XCTAssertEqual(out.verdicts, ["revoked", "accepted", "revoked", "accepted"], out.log)
+        XCTAssertEqual(out.events[1]["credential"]?["number"]?.stringValue, "1006")
+        XCTAssertEqual(out.events[3]["credential"]?["format"]?.stringValue, "cwt")
+        XCTAssertEqual(out.events[3]["credential"]?["number"]?.stringValue, "1008")
+        XCTAssertTrue(out.log.contains("credentials: 1 status list (\"https://s/1\": CWT, 16 entries of 1 bit, kid site"), out.log)
+        let refusals = out.log.split(separator: "\n").filter { $0.contains("credential refused: revoked (") }
+        XCTAssertEqual(refusals.count, 2, out.log)
+        XCTAssertTrue(refusals.allSatisfy { $0.contains("is 1 INVALID") }, out.log)
+        // The list's bytes are kept beside the state file as read.
+        XCTAssertEqual(StatusListSet.keptBytes(dir + "/policy-state", uri: uri), Array(FileManager.default.contents(atPath: dir + "/list.cwt") ?? Data()))
+        for token in tokens { XCTAssertFalse(out.log.contains(String(token.suffix(40))), "a token is in the log") }
+        print("CWT status list through run: \(out.verdicts.joined(separator: ", "))")
+    }
+
     func testAStaleListIsHandledAsPolicyStaleSays() throws {
         let now = self.now
         let jwks = try writeList("stale.jwt", ["--size", "8", "--set", "2=1", "--iat", String(now - 7200), "--exp", String(now - 3600)])

@@ -183,6 +183,136 @@ final class CredentialStatusListTests: XCTestCase {
         }
     }
 
+    // MARK: the CWT form
+
+    /// The draft's Status List Token in CWT form (examples/status_list_cwt.md, hex wrapped at 68 characters
+    /// as the draft prints it), verified with the draft's own example key (kid "12", P-256, src/util.py).
+    static let draftCWT = """
+        d2845820a2012610781a6170706c69636174696f6e2f7374617475736c6973742b63
+        7774a1044231325850a502782168747470733a2f2f6578616d706c652e636f6d2f73
+        74617475736c697374732f31061a648c5bea041a8898dfea19fffe19a8c019fffda2
+        646269747301636c73744a78dadbb918000217015d584093fa4d01032b18c35e2fe1
+        101b77fd6cc9440022caa4694450c4e4e9feab4e99d1fa6d9772ce2bf3a12e0323de
+        d7c982c5e101a5e67f0cbc1e2b6f57ce99c279
+        """
+    static let draftJWKS = #"{"keys":[{"kty":"EC","crv":"P-256","x":"I3HWm_0Ds1dPMI-IWmf4mBmH-YaeAVbPVu7vB27CxXo","y":"6N_d5Elj9bs1htgV3okJKIdbHEpkgTmAluYKJemzn1M","kid":"12"}]}"#
+
+    /// What a verified list says, in one line to compare.
+    static func described(_ t: StatusListToken) -> String {
+        "\(t.format) \(t.uri) iat \(t.issuedAt) exp \(t.expiresAt) ttl \(t.ttl.map { String($0) } ?? "-") kid \(t.keyID), \(t.list.count) of \(t.list.bits) bit"
+    }
+
+    func testTheDraftsCWTExampleVerifiesWithTheDraftsKeyAndDecodesToTheDraftsBits() throws {
+        let keys = try CredentialKeySet.parseJWKS(Array(Self.draftJWKS.utf8), file: "draft.jwks")
+        let text = Array(Self.draftCWT.utf8)
+        for form in [text, Hex.decode(Self.draftCWT.filter { !$0.isWhitespace }) ?? []] {
+            let token = try StatusListToken.verify(form, keys: keys, algorithms: [.es256])
+            XCTAssertEqual(Self.described(token), "cwt https://example.com/statuslists/1 iat 1686920170 exp 2291720170 ttl 43200 kid 12, 16 of 1 bit")
+            XCTAssertEqual(token.list.bytes, [0xB9, 0xA3])
+        }
+        // One byte of the signature changed: refused.
+        var broken = Hex.decode(Self.draftCWT.filter { !$0.isWhitespace }) ?? []
+        broken[broken.count - 1] ^= 0x01
+        XCTAssertThrowsError(try StatusListToken.verify(broken, keys: keys, algorithms: [.es256])) {
+            XCTAssertTrue("\($0)".hasPrefix("bad-signature"), "\($0)")
+        }
+        // The draft's CBOR Status Lists (examples/status_list_encoding_cbor.md, ..._encoding2_cbor.md).
+        for (hex, bits, bytes) in [("a2646269747301636c73744a78dadbb918000217015d", 1, [0xB9, 0xA3] as [UInt8]),
+                                   ("a2646269747302636c73744b78da3be9f2130003df0207", 2, [0xC9, 0x44, 0xF9])] {
+            let map = try XCTUnwrap(try CBORValue.decode(Hex.decode(hex) ?? []).mapValue)
+            XCTAssertEqual(map["bits"], .unsigned(UInt64(bits)))
+            let list = try StatusList.decode(bits: bits, compressed: try XCTUnwrap(map["lst"]?.bytesValue))
+            XCTAssertEqual(list.bytes, bytes)
+        }
+    }
+
+    func testACWTListFromTheCWTPackageVerifiesAsBinaryAndAsHex() throws {
+        let args = ["--uri", "https://site/lists/2", "--size", "100", "--bits", "2", "--set", "7=1,8=2,99=3",
+                    "--iat", "1800000000", "--exp", "1800086400", "--ttl", "3600", "--form", "cwt"]
+        let binary = try makeList("l.cwt", args)
+        let hex = try makeList("l.hex", args + ["--encoding", "hex"])
+        let keys = try CredentialKeySet.load(path: binary.jwks)
+        let raw = Array(try XCTUnwrap(FileManager.default.contents(atPath: binary.file)))
+        XCTAssertEqual(raw.first, 0xD2, "tag 18")
+        let hexText = String(decoding: try XCTUnwrap(FileManager.default.contents(atPath: hex.file)), as: UTF8.self)
+        XCTAssertEqual(try StatusListEncoding.detect(Array(hexText.utf8)), .cwt(Hex.decode(hexText.filter { !$0.isWhitespace }) ?? [], hex: true))
+        for bytes in [raw, Array(hexText.utf8)] {
+            let token = try StatusListToken.verify(bytes, keys: keys, algorithms: [.ed25519])
+            XCTAssertEqual(Self.described(token), "cwt https://site/lists/2 iat 1800000000 exp 1800086400 ttl 3600 kid site, 100 of 2 bit")
+            XCTAssertEqual([6, 7, 8, 9, 99].map { token.list.status(at: $0) }, [0, 1, 2, 0, 3])
+            XCTAssertEqual(token.fingerprint, TokenFingerprint.describe(bytes))
+        }
+        XCTAssertThrowsError(try StatusListToken.verify(raw, keys: keys, algorithms: [.es256])) {
+            XCTAssertTrue("\($0)".contains("is not in credential-algorithms"), "\($0)")
+        }
+        XCTAssertThrowsError(try StatusListToken.verify(Array("d2845".utf8), keys: keys, algorithms: [.ed25519])) {
+            XCTAssertTrue("\($0)".contains("an odd number"), "\($0)")
+        }
+    }
+
+    func testCWTListsThatAreNotRightAreRefusedWithWhy() throws {
+        let base = ["--uri", "https://site/1", "--size", "16", "--form", "cwt"]
+        let cases: [(String, [String], String)] = [
+            ("flipped signature", ["--flip-signature", "yes"], "bad-signature: the signature does not verify with key \"site\""),
+            ("wrong typ", ["--typ", "application/cwt"], "typ (16) is \"application/cwt\"; a status list token has typ application/statuslist+cwt in its protected header"),
+            ("the JWT typ", ["--typ", "statuslist+jwt"], "typ (16) is \"statuslist+jwt\""),
+            ("typ unprotected", ["--typ-header", "unprotected"], "in the unprotected header (the signature does not cover it)"),
+            ("no typ", ["--typ-header", "none"], "typ (16) is missing"),
+            ("no 65533", ["--omit-status-list", "yes"], "the list has no status_list claim (65533)"),
+            ("CWT tag", ["--tag61", "yes"], "the CWT tag (61) wraps it"),
+            ("3 bits", ["--bits", "3"], "status_list.bits is 3; it must be 1, 2, 4 or 8"),
+            ("no exp before iat", ["--iat", "1800000000", "--exp", "1800000000"], "exp 1800000000 is not after iat 1800000000"),
+            ("zip bomb", ["--size", "1", "--bomb", "200"], "inflates to more than \(StatusList.maxBytes) bytes"),
+        ]
+        var jwks = ""
+        for (n, (name, extra, why)) in cases.enumerated() {
+            let made = try makeList("bad\(n).cwt", base + extra)
+            jwks = made.jwks
+            let bytes = Array(try XCTUnwrap(FileManager.default.contents(atPath: made.file)))
+            XCTAssertThrowsError(try StatusListToken.verify(bytes, keys: try CredentialKeySet.load(path: made.jwks), algorithms: [.ed25519]), name) {
+                XCTAssertTrue("\($0)".contains(why), "\(name): \($0)")
+            }
+        }
+        // Another key set: refused; as a set, each file is named with why and its fingerprint, never the token.
+        let other = try CredentialFixtures.keyPair(.ed25519, kid: "site").1
+        let good = try makeList("good.cwt", base)
+        let goodBytes = Array(try XCTUnwrap(FileManager.default.contents(atPath: good.file)))
+        XCTAssertThrowsError(try StatusListToken.verify(goodBytes, keys: CredentialKeySet(keys: [other], source: "test"), algorithms: [.ed25519])) {
+            XCTAssertTrue("\($0)".hasPrefix("bad-signature"), "\($0)")
+        }
+        let set = try StatusListSet.load(path: dir, keys: try CredentialKeySet.load(path: jwks), algorithms: [.ed25519], statePath: dir + "/state")
+        XCTAssertEqual(set.lists.map(\.uri), ["https://site/1"])
+        XCTAssertEqual(set.refused.count, cases.count + 2, "\(set.refused)")   // + site.jwks and site.pem, which are not lists
+        let line = try XCTUnwrap(set.refused.first { $0.hasPrefix(dir + "/bad0.cwt (") })
+        XCTAssertTrue(line.contains(TokenFingerprint.describe(Array(try XCTUnwrap(FileManager.default.contents(atPath: dir + "/bad0.cwt")))) + "): bad-signature"), line)
+        XCTAssertLessThan(line.count, 300, line)
+    }
+
+    /// A CWT list's kept copy holds its bytes as read and is verified again as CWT; a rolled-back CWT list is
+    /// refused as a JWT one is; JWT and CWT lists sit side by side in one folder.
+    func testCWTListsKeepTheirCopyAndMeetTheRollbackGuard() throws {
+        let (statePath, lists) = try stateAndListFolders()
+        let newer = try makeList("lists/a.cwt", ["--uri", "https://site/cwt", "--size", "8", "--set", "2=1", "--form", "cwt",
+                                                 "--iat", "1800000200", "--exp", "4000000000"])
+        _ = try makeList("lists/b.jwt", ["--uri", "https://site/jwt", "--size", "8", "--iat", "1800000200", "--exp", "4000000000"])
+        let keys = try CredentialKeySet.load(path: newer.jwks)
+        let first = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)
+        XCTAssertEqual(first.lists.map(\.uri), ["https://site/cwt", "https://site/jwt"], "\(first.refused)")
+        XCTAssertEqual(first.lists.map(\.format), [.cwt, .jwt])
+        XCTAssertTrue(first.summary.contains("\"https://site/cwt\": CWT, 8 entries of 1 bit"), first.summary)
+        let raw = Array(try XCTUnwrap(FileManager.default.contents(atPath: newer.file)))
+        XCTAssertEqual(StatusListSet.keptBytes(statePath, uri: "https://site/cwt"), raw, "the kept copy is the file's bytes")
+        // An older CWT list put in its place: refused as rolled back; the kept copy, verified again as CWT, stays.
+        _ = try makeList("lists/a.cwt", ["--uri", "https://site/cwt", "--size", "8", "--form", "cwt", "--iat", "1800000100", "--exp", "4000000000"])
+        let second = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)
+        XCTAssertTrue(second.refused.contains { $0.hasPrefix(lists + "/a.cwt (") && $0.contains("rolled back") }, "\(second.refused)")
+        let kept = try XCTUnwrap(second.list(uri: "https://site/cwt"))
+        XCTAssertTrue(second.isKept(kept))
+        XCTAssertEqual(kept.format, .cwt)
+        XCTAssertEqual(kept.issuedAt, 1_800_000_200)
+        XCTAssertEqual(kept.list.status(at: 2), 1)
+    }
+
     // MARK: the status claim in passes
 
     func testPassesCarryTheirStatusClaimInBothFormats() throws {
@@ -280,12 +410,17 @@ final class CredentialStatusListTests: XCTestCase {
 
     // MARK: the rollback guard
 
-    func testAnOlderListIsRefusedAfterTheNewerOneWasUsedAcrossAReload() throws {
-        let statePath = dir + "/state/policy-state"
+    /// `state/policy-state` and a `lists` folder (0755) under the test's directory.
+    func stateAndListFolders() throws -> (state: String, lists: String) {
         try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
         let lists = dir + "/lists"
         try FileManager.default.createDirectory(atPath: lists, withIntermediateDirectories: true)
         XCTAssertEqual(chmod(lists, 0o755), 0)
+        return (dir + "/state/policy-state", lists)
+    }
+
+    func testAnOlderListIsRefusedAfterTheNewerOneWasUsedAcrossAReload() throws {
+        let (statePath, lists) = try stateAndListFolders()
         let newer = try makeList("lists/site.jwt", ["--uri", "https://site/1", "--size", "8", "--iat", "1800000200", "--exp", "4000000000"])
         let keys = try CredentialKeySet.load(path: newer.jwks)
         let first = try StatusListSet.load(path: lists, keys: keys, algorithms: [.ed25519], statePath: statePath)

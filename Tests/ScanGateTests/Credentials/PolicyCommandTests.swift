@@ -123,6 +123,30 @@ final class PolicyCommandTests: XCTestCase {
         print("policy verify: \(result.stdoutLines.first ?? ""); \(fingerprint)")
     }
 
+    /// A CWT list (raw COSE_Sign1 bytes, and the same in hex): verified as CWT, its form said, and refused
+    /// with its reason when its typ is not the status list's; neither form is printed whole.
+    func testVerifyReadsACWTListInBinaryAndHex() throws {
+        let binary = try writeList("list.cwt", ["--size", "16", "--set", "5=1", "--form", "cwt", "--ttl", "60"])
+        let hex = try writeList("list.hex", ["--size", "16", "--set", "5=1", "--form", "cwt", "--encoding", "hex"])
+        for list in [binary, hex] {
+            let bytes = Array(FileManager.default.contents(atPath: list) ?? Data())
+            let result = try ScangateProcess.run(["policy", "verify", list] + settings)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(result.stdoutLines.first, "\(list): would be used")
+            for expected in ["  uri \"https://s/1\"\n", "  form statuslist+cwt (COSE_Sign1)\n", "  entries 16 of 1 bit\n", "  kid site\n",
+                             "  fingerprint \(TokenFingerprint.describe(bytes))\n"] {
+                XCTAssertTrue(result.stdoutText.contains(expected), "missing \(expected) in\n\(result.stdoutText)")
+            }
+            let asJSON = try json(try ScangateProcess.run(["policy", "verify", list, "--json"] + settings))
+            XCTAssertEqual(asJSON["format"]?.stringValue, "cwt")
+        }
+        XCTAssertFalse(try ScangateProcess.run(["policy", "verify", hex] + settings).stdoutText.contains(String(try token(hex).suffix(40))))
+        let wrong = try writeList("wrong.cwt", ["--size", "16", "--form", "cwt", "--typ", "application/cwt"])
+        let refused = try ScangateProcess.run(["policy", "verify", wrong] + settings)
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("\(wrong) (") && refused.stderr.contains("typ (16) is \"application/cwt\""), refused.stderr)
+    }
+
     func testARolledBackListIsRefusedWithExit1AndNothingChanges() throws {
         let newer = try writeList("list.jwt", ["--size", "8", "--iat", String(now - 10)])
         try runDaemon(list: newer)
