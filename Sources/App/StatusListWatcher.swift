@@ -124,7 +124,10 @@ final class StatusListWatcher: Sendable {
                     e.mask & UInt32(IN_Q_OVERFLOW) != 0 || (!e.name.isEmpty && !e.name.hasPrefix(".")
                                                             && target?.name.map { e.name.bytesEqual($0) } ?? true)
                 }
-                for e in relevant where !changed.contains(e.name) { changed.append(e.name.isEmpty ? "(many)" : e.name) }
+                for e in relevant {
+                    let label = e.name.isEmpty ? "(events lost: anything may have changed)" : e.name
+                    if !changed.contains(where: { $0.bytesEqual(label) }) { changed.append(label) }
+                }
                 if !relevant.isEmpty { settleUntil = MonotonicInstant.now().adding(milliseconds: settleMs) }
                 if events.contains(where: \.watchEnded) {
                     logger.warning("status lists: \(w.directory) was removed or moved; watching again when it is back")
