@@ -15,6 +15,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     private let store: ReplayStore?
     /// credential-status-list, loaded at start (nil: status claims are not checked).
     public let statusLists: StatusListSet?
+    /// policy-file, loaded at start (nil: no site policy is applied).
+    public let sitePolicy: SitePolicyInForce?
     private let stale: PolicyStale
     private let clock: ClockSyncCheck
     private let now: @Sendable () -> Int64
@@ -33,7 +35,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     ///   - clock: consulted at each read when settings.requireSyncedClock.
     ///   - now: wall-clock seconds since the epoch.
     public init(settings: CredentialSettings, keys: CredentialKeySet, store: ReplayStore?,
-                statusLists: StatusListSet? = nil, stale: PolicyStale = .deny,
+                statusLists: StatusListSet? = nil, sitePolicy: SitePolicyInForce? = nil, stale: PolicyStale = .deny,
                 clock: @escaping ClockSyncCheck = ClockSync.kernel(),
                 now: @escaping @Sendable () -> Int64 = { WallClock.nowNanoseconds() / 1_000_000_000 },
                 logger: Logger) {
@@ -41,6 +43,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         self.state = PosixMutex(State(verifier: CredentialVerifier(settings: settings, keys: keys), clockSynchronised: nil))
         self.store = store
         self.statusLists = statusLists
+        self.sitePolicy = sitePolicy
         self.stale = stale
         self.clock = clock
         self.now = now
@@ -68,6 +71,24 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
             for line in loaded.kept { logger.warning("credential-status-list: \(Logger.escape(line))") }
             statusLists = loaded
         }
+        var sitePolicy: SitePolicyInForce?
+        if let path = policy.file {
+            let policyKeys = try policy.keys.map { (keysPath) throws(UsageError) -> CredentialKeySet in
+                do throws(KeyFileError) {
+                    return try CredentialKeySet.load(path: keysPath)
+                } catch {
+                    throw UsageError("policy-keys " + error.description)
+                }
+            } ?? keys
+            let loaded = try SitePolicyInForce.load(path: path, keys: policyKeys, algorithms: settings.algorithms, statePath: policy.stateFile)
+            if let refused = loaded.refused { logger.error("site policy refused: \(Logger.escape(refused))") }
+            if loaded.token == nil {
+                logger.warning("credentials: no site policy in force; passes are \(policy.stale == .allow ? "accepted without one (policy-stale = allow)" : "refused as policy-stale")")
+            } else {
+                logger.info("credentials: \(loaded.summary)")
+            }
+            sitePolicy = loaded
+        }
         var store: ReplayStore?
         if settings.oneTime {
             do throws(ReplayStoreError) {
@@ -76,7 +97,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 throw UsageError(error.description)
             }
         }
-        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, statusLists: statusLists, stale: policy.stale,
+        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, statusLists: statusLists, sitePolicy: sitePolicy, stale: policy.stale,
                                       clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
         logger.info("credentials: \(settings.summary); \(keys.summary)")
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
@@ -170,6 +191,15 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         // The status before one-time use: a revoked pass is not consumed.
         if case .success(let pass) = result, let reference = pass.status, let statusLists {
             switch statusLists.check(reference, now: time, stale: stale) {
+            case .success(let note):
+                if let note { logger.warning("credentials: \(Logger.escape(note))") }
+            case .failure(let refusal):
+                result = .failure(refusal)
+            }
+        }
+        // The site policy (deny list, hours) before one-time use too: a pass refused here is not consumed.
+        if case .success(let pass) = result, let sitePolicy {
+            switch sitePolicy.check(pass, now: time, stale: stale) {
             case .success(let note):
                 if let note { logger.warning("credentials: \(Logger.escape(note))") }
             case .failure(let refusal):

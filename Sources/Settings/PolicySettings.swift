@@ -12,13 +12,17 @@ public enum PolicyStale: String, CaseIterable, Sendable {
     case allow
 }
 
-/// The `[policy]` options this build has: how stale status lists are handled and where the rollback
-/// guard (the newest `iat` held per status-list uri) is kept. Defaults written once here.
+/// The `[policy]` options: the signed site policy document and its keys, how a stale policy or status
+/// list is handled, and where the rollback guard (the highest `ver`, the newest `iat` per status-list uri) is kept. Defaults written once here.
 public struct PolicySettings: SettingsSection {
     /// policy-stale = deny | allow-known | allow.
     public var stale: PolicyStale = .deny
     /// policy-state-file: an absolute path; the newest status-list iat per uri, across restarts.
     public var stateFile: String = "/var/lib/scangate/policy-state"
+    /// policy-file: the signed site policy document (a JWS `scangate-policy+jwt` or a COSE_Sign1); nil: none.
+    public var file: String? = nil
+    /// policy-keys: the keys the policy document is verified with; nil: credential-keys.
+    public var keys: String? = nil
 
     public init() {}
 
@@ -33,6 +37,12 @@ public struct PolicySettings: SettingsSection {
     public func validate() throws(UsageError) {
         guard stateFile.hasPrefix("/"), stateFile.count > 1, !stateFile.hasSuffix("/") else {
             throw UsageError("--policy-state-file: '\(stateFile)' must be an absolute path to a file (default /var/lib/scangate/policy-state)")
+        }
+        if let file, file.isEmpty {
+            throw UsageError("--policy-file is empty; leave it unset to apply no site policy")
+        }
+        if let keys, keys.isEmpty {
+            throw UsageError("--policy-keys is empty; leave it unset to verify the policy with credential-keys")
         }
     }
 }

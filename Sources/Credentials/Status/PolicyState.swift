@@ -8,9 +8,12 @@ import Platform
 /// uri, kept across restarts, so that an older list (an attacker's or an installer's stale copy) is
 /// refused. Replaced whole with `AtomicFile.replace` (a power cut leaves the old or the new file, never
 /// a torn one). The file is JSON: `{"status_lists":[{"uri":"...","iat":1764590000}]}`; uris are
-/// compared byte for byte. The policy `ver` and anti-passback state are not kept here yet.
+/// compared byte for byte. With a site policy (policy-file) it also holds the highest `ver` and that
+/// document's `iat`: `"policy":{"ver":7,"iat":1764590000}`.
 public struct PolicyState: Equatable, Sendable {
     public private(set) var entries: [(uri: String, issuedAt: Int64)] = []
+    /// The highest site policy ver accepted, with its iat (nil: none yet).
+    public private(set) var policy: (version: Int64, issuedAt: Int64)? = nil
 
     public init() {}
 
@@ -33,14 +36,35 @@ public struct PolicyState: Equatable, Sendable {
         return true
     }
 
+    /// Whether a site policy of `version` issued at `issuedAt` would roll back the one held: a lower
+    /// ver, or the same ver issued earlier.
+    public func isRollback(version: Int64, issuedAt: Int64) -> Bool {
+        guard let held = policy else { return false }
+        return version < held.version || (version == held.version && issuedAt < held.issuedAt)
+    }
+
+    /// Records a site policy's ver and iat unless it is a rollback or the one held; true when it changed.
+    @discardableResult
+    public mutating func recordPolicy(version: Int64, issuedAt: Int64) -> Bool {
+        guard !isRollback(version: version, issuedAt: issuedAt) else { return false }
+        if let held = policy, held.version == version, held.issuedAt == issuedAt { return false }
+        policy = (version, issuedAt)
+        return true
+    }
+
     public static func == (a: PolicyState, b: PolicyState) -> Bool {
-        a.entries.count == b.entries.count
+        a.policy?.version == b.policy?.version && a.policy?.issuedAt == b.policy?.issuedAt
+            && a.entries.count == b.entries.count
             && zip(a.entries, b.entries).allSatisfy { $0.uri.bytesEqual($1.uri) && $0.issuedAt == $1.issuedAt }
     }
 
     public var json: String {
         let lists = entries.map { JSONText.object([("uri", JSONText.string($0.uri)), ("iat", String($0.issuedAt))]) }
-        return JSONText.object([("status_lists", "[" + lists.joined(separator: ",") + "]")]) + "\n"
+        var members = [("status_lists", "[" + lists.joined(separator: ",") + "]")]
+        if let policy {
+            members.append(("policy", JSONText.object([("ver", String(policy.version)), ("iat", String(policy.issuedAt))])))
+        }
+        return JSONText.object(members) + "\n"
     }
 
     /// Reads `path`; a file that does not exist is the empty state of a first start. A file that exists
@@ -74,6 +98,12 @@ public struct PolicyState: Equatable, Sendable {
                 throw StatusListError("policy-state-file \(path): each status_lists entry needs a uri string and a whole iat")
             }
             state.record(uri: uri, issuedAt: iat)
+        }
+        if let policy = value["policy"] {
+            guard let ver = policy["ver"]?.numberValue?.int64, let iat = policy["iat"]?.numberValue?.int64 else {
+                throw StatusListError("policy-state-file \(path): \"policy\" needs a whole ver and iat")
+            }
+            state.recordPolicy(version: ver, issuedAt: iat)
         }
         return state
     }

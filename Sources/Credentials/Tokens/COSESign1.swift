@@ -205,6 +205,7 @@ public enum COSESign1 {
         if let status = map[Claim.status] {
             claims.status = try statusReference(status)
         }
+        claims.group = try PassClaims.checkedGroup(map["grp"]?.textValue, present: map["grp"] != nil)
         if let value = map[Claim.key(for: numberClaim)] {
             if let t = value.textValue {
                 claims.number = t

@@ -114,6 +114,7 @@ enum JWS {
         if let status = object["status"] {
             claims.status = try statusReference(status)
         }
+        claims.group = try PassClaims.checkedGroup(object["grp"]?.stringValue, present: object["grp"] != nil)
         if let value = object[numberClaim] {
             if let text = value.stringValue {
                 claims.number = text

@@ -61,4 +61,20 @@ struct PassClaims: Sendable {
     var json: String
     /// status.status_list, when the pass has one.
     var status: StatusReference? = nil
+    /// grp: the pass's group in the site policy's schedules (1 to 64 bytes), when it has one.
+    var group: String? = nil
+}
+
+extension PassClaims {
+    /// The most bytes a `grp` claim may have.
+    static let maxGroupBytes = 64
+
+    /// Checks a `grp` value read from the claims.
+    static func checkedGroup(_ text: String?, present: Bool) throws(Refusal) -> String? {
+        guard present else { return nil }
+        guard let text, !text.isEmpty, text.utf8.count <= maxGroupBytes else {
+            throw Refusal(.malformed, "grp must be a string of 1 to \(maxGroupBytes) bytes (the pass's group in the site policy)")
+        }
+        return text
+    }
 }

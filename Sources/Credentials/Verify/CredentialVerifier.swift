@@ -19,6 +19,8 @@ public struct VerifiedPass: Equatable, Sendable {
     public let claimsJSON: String
     /// status.status_list (CWT: claim 65535), checked against credential-status-list.
     public var status: StatusReference? = nil
+    /// grp: the pass's group in the site policy (policy-file); nil: the group `default`.
+    public var group: String? = nil
 
     /// exp in whole seconds (a fraction rounds down).
     public var expiresAtSeconds: Int64 {
@@ -100,7 +102,7 @@ public struct CredentialVerifier: Sendable {
         }
         return VerifiedPass(format: token.format, algorithm: algorithm, number: number, keyID: key.keyID,
                             tokenID: claims.tokenIDText, tokenIDBytes: claims.tokenID, issuer: claims.issuer,
-                            expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json, status: claims.status)
+                            expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json, status: claims.status, group: claims.group)
     }
 
     func parse(_ payload: [UInt8]) throws(Refusal) -> ParsedToken {

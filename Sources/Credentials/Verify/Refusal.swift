@@ -21,10 +21,16 @@ public enum RefusalReason: String, CaseIterable, Sendable {
     /// credential-one-time: this pass's jti (CWT: cti) was already accepted on this kiosk.
     case replayed
     /// credential-status-list: the pass's entry in its Token Status List is not 0 (VALID): 1 INVALID,
-    /// 2 SUSPENDED or any other value; or its idx lies beyond the list.
+    /// 2 SUSPENDED or any other value; or its idx lies beyond the list. policy-file: the pass's number
+    /// is on the policy's deny list.
     case revoked
+    /// policy-file: the pass's group (its `grp` claim, else `default`) has no window of its schedule open
+    /// at this moment in the site's time zone, today is one of the policy's holidays, or the pass names a
+    /// group the policy does not have.
+    case outsideSchedule = "outside-schedule"
     /// credential-status-list: the pass names a status list that is past its exp (policy-stale = deny)
     /// or that this kiosk does not hold (missing, refused, rolled back; policy-stale = deny or allow-known).
+    /// policy-file: the site policy in force is past its exp (deny), or none is held (deny, allow-known).
     case policyStale = "policy-stale"
     /// Not a pass of an enabled format, or one that breaks its format's rules (syntax, sizes, duplicate
     /// members, `crit`, a missing or mistyped claim, no jti while credential-one-time is on).
