@@ -101,7 +101,8 @@ final class Daemon: @unchecked Sendable {
         let telemetry: DaemonTelemetry
         let services: DaemonServices
         /// Reloads when a status list changes on disk.
-        let statusListWatcher: StatusListWatcher
+        let statusListWatcher: FileChangeWatcher
+        let policyWatcher: FileChangeWatcher
         /// Started in order (services, journal, feedback, outputs), stopped in reverse with one deadline.
         let group: ServiceGroup
         let signals: SignalHandlers
@@ -183,7 +184,12 @@ final class Daemon: @unchecked Sendable {
         let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs })
         telemetryBox.set(telemetry)
         let services = DaemonServices(logger: logger, telemetry: telemetry)
-        let watcher = StatusListWatcher(logger: logger) { [self] change in requestReload(from: change) }
+        let watcher = FileChangeWatcher("status lists", change: "status list", threadName: "status-list-watch", logger: logger) {
+            [self] change in requestReload(from: change)
+        }
+        let policyWatcher = FileChangeWatcher("site policy", change: "site policy", threadName: "policy-watch", logger: logger) {
+            [self] change in requestReload(from: change)
+        }
         // Feedback devices before the outputs: a door output's inputs (the Wiegand panel's LED and beeper
         // wires, an OSDP panel's first LED command) may speak as soon as the output starts.
         let group = ServiceGroup([
@@ -191,6 +197,8 @@ final class Daemon: @unchecked Sendable {
             AnyService("journal", stop: { journal.close(deadline: $0) }),
             AnyService("status list watch", start: { [self] in try watcher.start(path: Self.watchedStatusList(settings)) },
                        stop: { watcher.close(deadline: $0) }),
+            AnyService("site policy watch", start: { [self] in try policyWatcher.start(path: Self.watchedPolicy(settings)) },
+                       stop: { policyWatcher.close(deadline: $0) }),
             AnyService("feedback", start: { [self] in installFeedback(components, hub, from: nil, to: settings) },
                        stop: { hub.close(deadline: $0) }, forceInactive: { hub.forceInactive() }),
             AnyService("outputs", start: { [self] in try outputs.start(settings) },
@@ -198,7 +206,7 @@ final class Daemon: @unchecked Sendable {
         ], logger: logger)
         let wiring = Wiring(components: components, notifier: notifier, watchdog: watchdog, hub: hub, journal: journal,
                             status: status, outputs: outputs, telemetry: telemetry, services: services,
-                            statusListWatcher: watcher, group: group,
+                            statusListWatcher: watcher, policyWatcher: policyWatcher, group: group,
                             signals: SignalHandlers())
         handleSignals(wiring)
         return wiring
@@ -221,6 +229,11 @@ final class Daemon: @unchecked Sendable {
     /// The status lists a change of which reloads: credential-status-list, when passes are checked.
     static func watchedStatusList(_ settings: RunSettings) -> String? {
         settings.credential.format == .off ? nil : settings.credential.statusList
+    }
+
+    /// The site policy a change of which reloads: policy-file, when passes are checked.
+    static func watchedPolicy(_ settings: RunSettings) -> String? {
+        settings.credential.format == .off ? nil : settings.policy.file
     }
 
     /// Runs the pipeline until it ends for good; a reload that loads rebuilds what changed and runs again.
@@ -306,6 +319,7 @@ final class Daemon: @unchecked Sendable {
         installFeedback(wiring.components, wiring.hub, from: settings, to: new)
         wiring.services.apply(new.service)
         wiring.statusListWatcher.follow(path: Self.watchedStatusList(new))
+        wiring.policyWatcher.follow(path: Self.watchedPolicy(new))
         wiring.hub.settings = new.feedback
         settings = new
         stopTimeoutMs.store(new.service.stopTimeoutMs, ordering: .relaxed)

@@ -217,6 +217,33 @@ final class SitePolicyRunTests: XCTestCase {
         XCTAssertTrue(wrong.log.contains("site policy refused: policy-file \(dir)/issuer.jwt: bad-signature"), wrong.log)
     }
 
+    /// A policy changed on disk is read without SIGHUP (inotify): a newer ver that denies the pass takes
+    /// effect in the running daemon; an older ver renamed into place is refused, the newer one staying in force.
+    func testAChangedPolicyTakesEffectWithoutARestartAndAnOlderOneIsRefused() throws {
+        let now = self.now
+        try writePolicy("policy.jwt", document(ver: 1, iat: now - 100, exp: now + 3600))
+        let token = try pass("9001")
+        let scene = dir + "/loop.scenario"
+        try TestFiles.write("size 320x320\nfps 20\nframes 20\nloop\ncode qr \"\(token)\" frames 0-4 module 3\n", to: scene)
+        let daemon = try RunningScangate(args(scene).filter { $0 != "--fast" } + ["--hold-off-ms", "300"], in: dir)
+        func verdicts() -> [String] { daemon.stdoutLines.compactMap { try? JSONValue.parse($0) }.map { $0["rejected"]?.stringValue ?? "accepted" } }
+        func loads(_ ver: Int) -> Int { daemon.stderrLines.filter { $0.contains("credentials: site policy ver \(ver),") }.count }
+        XCTAssertTrue(waitUntil(60) { verdicts().contains("accepted") && daemon.stderrLines.contains { $0.contains("site policy: watching \(dir)/policy.jwt") } },
+                      daemon.stderrText)
+        try writePolicy("policy.jwt", document(ver: 2, iat: now - 10, exp: now + 3600, deny: "[\"9001\"]"))
+        XCTAssertTrue(waitUntil(30) { loads(2) >= 1 && daemon.stderrLines.contains { $0.contains("site policy change in \(dir) (policy.jwt): reloading") } },
+                      daemon.stderrText)
+        var seen = verdicts().count
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 && verdicts().last == "revoked" }, daemon.stderrText)
+        try writePolicy("old.jwt", document(ver: 1, iat: now - 100, exp: now + 3600))
+        XCTAssertEqual(rename(dir + "/old.jwt", dir + "/policy.jwt"), 0)
+        XCTAssertTrue(waitUntil(30) { daemon.stderrLines.contains { $0.contains("refused as a rollback") } && loads(2) >= 2 }, daemon.stderrText)
+        seen = verdicts().count
+        XCTAssertTrue(waitUntil(30) { verdicts().count > seen + 1 }, daemon.stderrText)
+        XCTAssertEqual(verdicts().last, "revoked", "the rolled-back policy let the denied pass in")
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
     func testBadPolicyOptionsExit2WithOneLineNamingThem() throws {
         let jwks = try writePolicy("policy.jwt", document(ver: 1, iat: now, exp: now + 60))
         let scene = try scenario([])

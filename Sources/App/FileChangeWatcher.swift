@@ -3,15 +3,16 @@ import Platform
 import Runtime
 import Synchronization
 
-/// Reloads when a status list changes on disk (inotify), as SIGHUP does: credential-status-list names a
-/// file (its directory is watched, for that name: an editor's or an installer's rename into place counts)
-/// or a folder (every entry but hidden ones, which is where temporary files are written). A burst of
+/// Reloads when a file the daemon was configured with changes on disk (inotify), as SIGHUP does: the
+/// status lists (credential-status-list) and the site policy (policy-file), one watcher each. The path
+/// names a file (its directory is watched, for that name: an editor's or an installer's rename into place
+/// counts) or a folder (every entry but hidden ones, which is where temporary files are written). A burst of
 /// events (a copy of many files) settles for `settleMs` and then asks for one reload. A watch that
 /// cannot be set up (the folder does not exist yet) or that ends (the folder removed) is logged and set
 /// up again every `retryMs`; SIGHUP works meanwhile.
 ///
 /// One thread, started and stopped with the daemon; `follow` changes the path after a reload.
-final class StatusListWatcher: Sendable {
+final class FileChangeWatcher: Sendable {
     struct Target: Equatable, Sendable {
         let directory: String
         /// nil: every visible entry of the directory counts.
@@ -22,19 +23,27 @@ final class StatusListWatcher: Sendable {
     private enum Message: Sendable { case follow(Target?) }
 
     private let logger: Logger
+    /// What is watched, as the log's lines begin: "status lists", "site policy".
+    private let label: String
+    /// What changed, in the reload's reason: "status list", "site policy".
+    private let noun: String
+    private let threadName: String
     private let settleMs: Double
     private let retryMs: Double
     private let onChange: @Sendable (String) -> Void
     private let worker: PosixMutex<Worker<Message>?> = PosixMutex(nil)
 
-    init(logger: Logger, settleMs: Double = 300, retryMs: Double = 5000, onChange: @escaping @Sendable (String) -> Void) {
+    init(_ label: String, change noun: String, threadName: String, logger: Logger, settleMs: Double = 300, retryMs: Double = 5000, onChange: @escaping @Sendable (String) -> Void) {
         self.logger = logger
+        self.label = label
+        self.noun = noun
+        self.threadName = threadName
         self.settleMs = settleMs
         self.retryMs = retryMs
         self.onChange = onChange
     }
 
-    /// What to watch for `path` (nil: credential-status-list is not set, nothing is watched).
+    /// What to watch for `path` (nil: the option is not set, nothing is watched).
     static func target(for path: String?) -> Target? {
         guard let path, !path.isEmpty else { return nil }
         if Directory.isDirectory(path) { return Target(directory: path, name: nil, path: path) }
@@ -47,13 +56,13 @@ final class StatusListWatcher: Sendable {
     /// Starts the thread on `path`. Throws when the thread cannot start.
     func start(path: String?) throws(SystemError) {
         let initial = Self.target(for: path)
-        let t = try Worker<Message>(name: "status-list-watch", capacity: 4, overflow: .dropOldest, logger: logger, pollable: true) {
+        let t = try Worker<Message>(name: threadName, capacity: 4, overflow: .dropOldest, logger: logger, pollable: true) {
             [self] inbox in run(inbox, initial)
         }
         worker.withLock { $0 = t }
     }
 
-    /// Watches `path` from now on (after a reload that may have changed credential-status-list).
+    /// Watches `path` from now on (after a reload that may have changed the option).
     func follow(path: String?) {
         _ = worker.withLock { $0 }?.post(.follow(Self.target(for: path)))
     }
@@ -78,11 +87,11 @@ final class StatusListWatcher: Sendable {
             guard let target else { return }
             do throws(SystemError) {
                 watch = try InotifyWatch(directory: target.directory)
-                logger.info("status lists: watching \(target.name.map { "\(target.directory)/\($0)" } ?? target.directory + "/") for changes (inotify)")
+                logger.info("\(label): watching \(target.name.map { "\(target.directory)/\($0)" } ?? target.directory + "/") for changes (inotify)")
                 saidMissing = false
             } catch {
                 if !saidMissing {
-                    logger.warning("status lists: cannot watch \(target.directory) for changes: \(error); trying again every \(Int(retryMs / 1000)) s (SIGHUP reloads meanwhile)")
+                    logger.warning("\(label): cannot watch \(target.directory) for changes: \(error); trying again every \(Int(retryMs / 1000)) s (SIGHUP reloads meanwhile)")
                     saidMissing = true
                 }
                 retryAt = MonotonicInstant.now().adding(milliseconds: retryMs)
@@ -96,7 +105,7 @@ final class StatusListWatcher: Sendable {
             do throws(SystemError) {
                 outcome = try inbox.poll(watch.map { [PollRequest(fd: $0.fd, events: Int16(POLLIN))] } ?? [], until: deadline)
             } catch {
-                logger.error("status lists: the watch thread cannot wait: \(error); changes are seen on SIGHUP only")
+                logger.error("\(label): the watch thread cannot wait: \(error); changes are seen on SIGHUP only")
                 break
             }
             while let message = inbox.take() {
@@ -114,7 +123,7 @@ final class StatusListWatcher: Sendable {
                 do throws(SystemError) {
                     events = try w.drain()
                 } catch {
-                    logger.error("status lists: \(error); watching again in \(Int(retryMs / 1000)) s")
+                    logger.error("\(label): \(error); watching again in \(Int(retryMs / 1000)) s")
                     w.close()
                     watch = nil
                     retryAt = MonotonicInstant.now().adding(milliseconds: retryMs)
@@ -130,7 +139,7 @@ final class StatusListWatcher: Sendable {
                 }
                 if !relevant.isEmpty { settleUntil = MonotonicInstant.now().adding(milliseconds: settleMs) }
                 if events.contains(where: \.watchEnded) {
-                    logger.warning("status lists: \(w.directory) was removed or moved; watching again when it is back")
+                    logger.warning("\(label): \(w.directory) was removed or moved; watching again when it is back")
                     w.close()
                     watch = nil
                     saidMissing = true
@@ -142,7 +151,7 @@ final class StatusListWatcher: Sendable {
                 settleUntil = nil
                 let names = changed.prefix(5).map { Logger.escape($0) }.joined(separator: ", ") + (changed.count > 5 ? ", ..." : "")
                 changed = []
-                onChange("status list change in \(target.directory) (\(names))")
+                onChange("\(noun) change in \(target.directory) (\(names))")
             }
             if let at = retryAt, now >= at { open() }
         }
