@@ -4,25 +4,32 @@ import Credentials
 import Platform
 import Settings
 
-/// `scangate policy verify FILE | show`: the status lists (credential-status-list) as the daemon would take
-/// them, checked before a file is put in place or to see what is in force. Both only read: the rollback
+/// `scangate policy verify FILE | show`: the site policy (policy-file) and the status lists
+/// (credential-status-list) as the daemon would take them, checked before a file is put in place or to see
+/// what is in force. Both only read: the rollback
 /// guard (policy-state-file) and the kept copies beside it are never written here (`StatusListSet.read`,
 /// not `load`).
 enum PolicyCommand {
     static let help = """
         Usage: scangate policy verify FILE [--config FILE] [--credential-keys PATH] [--credential-algorithms LIST]
-                                           [--policy-state-file PATH] [--policy-stale MODE] [--json]
+                                           [--policy-keys PATH] [--policy-state-file PATH] [--policy-stale MODE] [--json]
                scangate policy show [--config FILE] [--credential-keys PATH] [--credential-algorithms LIST]
-                                    [--credential-status-list PATH] [--policy-state-file PATH] [--policy-stale MODE]
-                                    [--json]
+                                    [--credential-status-list PATH] [--policy-file PATH] [--policy-keys PATH]
+                                    [--policy-state-file PATH] [--policy-stale MODE] [--json]
 
-        verify   checks FILE, a status list token (statuslist+jwt, or statuslist+cwt in binary or hex), as the daemon would at its next start:
+        verify   checks FILE, a site policy (scangate-policy+jwt, or a COSE_Sign1 of typ application/scangate-policy+cwt)
+                 or a status list token (statuslist+jwt, or statuslist+cwt in binary or hex), as the daemon would at its next start.
+                 A site policy: the signature with policy-keys (default credential-keys), its claims and its time
+                 zone, and whether its ver is lower than the highest this kiosk used (then it is refused as a
+                 rollback). Prints ver, iat, exp, tz, the door, the groups, holidays, the deny list's size and
+                 anti-passback. A status list:
                  the signature with credential-keys and credential-algorithms, then its claims; and, when
                  policy-state-file exists, whether its iat is older than the newest this kiosk accepted for
                  its uri (then it is refused as rolled back). Prints the uri, the entries and their bits, the
                  kid, iat, exp, ttl and the token's fingerprint (never the token). A list past its exp is
                  still used; policy-stale says what its passes meet.
-        show     what the daemon would have in force now: each list of credential-status-list or the copy
+        show     what the daemon would have in force now: the site policy of policy-file or its kept copy
+                 (STATE.policy), and each list of credential-status-list or the copy
                  kept beside policy-state-file (STATE.lists/), with its entries, iat, exp, age and whether it
                  expired; the files refused and why; and the rollback guard's newest iat per uri.
         The settings are the daemon's, with the same names: --config FILE reads its [credential] and
@@ -92,6 +99,9 @@ enum PolicyCommand {
             } catch {
                 throw UsageError("policy verify \(error.path): \(error.reasonText) (give a statuslist+jwt or statuslist+cwt file)")
             }
+            if SitePolicyToken.claimsToBePolicy(bytes) {
+                return try verifyPolicy(file, bytes, context)
+            }
             let statePath = context.policy.stateFile
             let held = context.held
             let out = FileDescriptor(rawValue: 1)
@@ -143,6 +153,95 @@ enum PolicyCommand {
         }
     }
 
+    /// `policy verify` of a site policy document.
+    static func verifyPolicy(_ file: String, _ bytes: [UInt8], _ context: Context) throws(UsageError) -> Int32 {
+        let out = FileDescriptor(rawValue: 1)
+        let keys = try CredentialPolicy.policyKeys(context.policy, credentialKeys: context.keys)
+        let statePath = context.policy.stateFile
+        var refusal: String?
+        var token: SitePolicyToken?
+        do throws(SitePolicyError) {
+            let verified = try SitePolicyToken.verify(bytes, keys: keys, algorithms: context.credential.algorithms)
+            token = verified
+            do throws(ZoneRulesError) {
+                _ = try ZoneRules.load(name: verified.policy.timeZone)
+            } catch {
+                throw SitePolicyError("tz: \(error.message)")
+            }
+            let p = verified.policy
+            if context.held.isRollback(version: p.version, issuedAt: p.issuedAt), let h = context.held.policy {
+                refusal = "ver \(p.version) (iat \(p.issuedAt)) is older than ver \(h.version) (iat \(h.issuedAt)) already used here: refused as a rollback"
+            }
+        } catch {
+            refusal = error.message
+        }
+        let fingerprint = token?.fingerprint ?? TokenFingerprint.describe(bytes)
+        if context.json {
+            var fields = [("file", JSONText.string(file)), ("kind", JSONText.string("site-policy")),
+                          ("verdict", JSONText.string(refusal == nil ? "accepted" : "refused")),
+                          ("reason", refusal.map { JSONText.string($0) } ?? "null")]
+            if let token { fields += policyFields(token, now: context.now) }
+            fields += [("fingerprint", JSONText.string(fingerprint)), ("state_file", JSONText.string(statePath)),
+                       ("guard_ver", context.held.policy.map { String($0.version) } ?? "null")]
+            _ = out.writeAll(Array((JSONText.object(fields) + "\n").utf8))
+        } else if let token {
+            var lines = ["\(Logger.escapeControls(file)): site policy, " + (refusal == nil ? "would be used" : "refused")]
+            lines += describe(token, now: context.now, stale: context.policy.stale)
+            lines.append("  rollback guard \(statePath): " + (context.held.policy.map { "highest ver used here \($0.version)" } ?? "no ver held yet (a first start)"))
+            _ = out.writeAll(Array((lines.joined(separator: "\n") + "\n").utf8))
+        }
+        if let refusal {
+            Logger.writeToStderr("scangate: policy verify: " + Logger.escapeControls("\(file) (\(fingerprint)): refused: \(refusal)"))
+            return ExitCode.nothingFound.rawValue
+        }
+        return ExitCode.success.rawValue
+    }
+
+    /// The lines that describe a verified site policy, indented, for a person (never a denied number).
+    static func describe(_ token: SitePolicyToken, now: Int64, stale: PolicyStale) -> [String] {
+        let p = token.policy
+        var lines = [
+            "  ver \(p.version)",
+            "  form " + (token.format == .cwt ? "COSE_Sign1 (application/scangate-policy+cwt)" : "JWS (scangate-policy+jwt)"),
+            "  kid \(Logger.escape(token.keyID))",
+            "  iat \(CredentialVerifier.time(Double(p.issuedAt))) (\(p.issuedAt), \(now - p.issuedAt) s ago)",
+            "  exp \(CredentialVerifier.time(Double(p.expiresAt))) (\(p.expiresAt), "
+                + (now >= p.expiresAt ? "EXPIRED \(now - p.expiresAt) s ago; " + (stale == .deny ? "passes are refused as policy-stale"
+                    : "it still decides") + " (policy-stale = \(stale.rawValue)))" : "in \(p.expiresAt - now) s)"),
+            "  tz \(JSONText.asciiString(p.timeZone))",
+            "  door \(p.door.id.map { JSONText.asciiString($0) } ?? "(no id)"), role \(p.door.role.rawValue)",
+            "  anti-passback \(p.antipassback.mode.rawValue)" + (p.antipassback.mode == .off ? "" : ", timeout \(p.antipassback.timeoutSeconds) s"),
+        ]
+        for name in p.groupNames {
+            let windows = p.groups[Array(name.utf8)] ?? []
+            let text = windows.map { w in
+                SitePolicy.dayNames.indices.filter { w.days.contains($0) }.map { SitePolicy.dayNames[$0] }.joined(separator: ",")
+                    + " " + clock(w.from) + "-" + clock(w.to)
+            }
+            lines.append("  group \(JSONText.asciiString(name)): " + (text.isEmpty ? "never" : text.joined(separator: "; ")))
+        }
+        lines.append("  holidays \(p.holidays.count), denied numbers \(p.deny.count)")
+        lines.append("  fingerprint \(token.fingerprint)")
+        return lines
+    }
+
+    static func clock(_ minutes: Int) -> String {
+        let h = minutes / 60, m = minutes % 60
+        return (h < 10 ? "0" : "") + String(h) + ":" + (m < 10 ? "0" : "") + String(m)
+    }
+
+    /// The JSON members that describe a verified site policy (counts, never the denied numbers).
+    static func policyFields(_ token: SitePolicyToken, now: Int64) -> [(String, String)] {
+        let p = token.policy
+        return [("ver", String(p.version)), ("format", JSONText.string(token.format.rawValue)), ("kid", JSONText.string(token.keyID)),
+                ("iat", String(p.issuedAt)), ("exp", String(p.expiresAt)), ("age_s", String(now - p.issuedAt)),
+                ("expired", now >= p.expiresAt ? "true" : "false"), ("tz", JSONText.string(p.timeZone)),
+                ("door", JSONText.object([("id", p.door.id.map { JSONText.string($0) } ?? "null"), ("role", JSONText.string(p.door.role.rawValue))])),
+                ("groups", String(p.groups.count)), ("windows", String(p.groups.values.reduce(0) { $0 + $1.count })),
+                ("holidays", String(p.holidays.count)), ("deny", String(p.deny.count)),
+                ("antipassback", JSONText.string(p.antipassback.mode.rawValue))]
+    }
+
     /// The lines that describe a verified list, indented, for a person.
     static func describe(_ token: StatusListToken, now: Int64, stale: PolicyStale) -> [String] {
         var lines = [
@@ -173,14 +272,45 @@ enum PolicyCommand {
     static func show(_ arguments: [String]) -> Int32 {
         do throws(UsageError) {
             guard let context = try context(arguments, positionals: false) else { print(help); return 0 }
-            guard let path = context.credential.statusList else {
-                throw UsageError("policy show needs --credential-status-list PATH or --config FILE with credential-status-list (a statuslist+jwt or statuslist+cwt file, or a folder of them)")
+            guard context.credential.statusList != nil || context.policy.file != nil else {
+                throw UsageError("policy show needs --policy-file PATH or --credential-status-list PATH, or --config FILE with either")
             }
             let statePath = context.policy.stateFile
             let held = context.held
-            let set = try StatusListSet.read(path: path, keys: context.keys, algorithms: context.credential.algorithms, statePath: statePath).set
             let now = context.now
             let out = FileDescriptor(rawValue: 1)
+            var policyJSON = "null"
+            var policyLines: [String] = []
+            if let file = context.policy.file {
+                let inForce = try SitePolicyInForce.read(path: file, keys: try CredentialPolicy.policyKeys(context.policy, credentialKeys: context.keys),
+                                                         algorithms: context.credential.algorithms, statePath: statePath).inForce
+                var fields: [(String, String)] = [("path", JSONText.string(file))]
+                switch inForce.origin {
+                case .file(let f): fields.append(("source", JSONText.string("file"))); policyLines.append("site policy from \(f):")
+                case .kept(let f): fields.append(("source", JSONText.string("kept"))); policyLines.append("site policy from the kept copy \(f) (\(file) could not be used):")
+                case .none: fields.append(("source", "null")); policyLines.append("site policy: none in force (\(file) could not be used, and no copy is kept)")
+                }
+                if let token = inForce.token {
+                    fields += policyFields(token, now: now)
+                    policyLines += describe(token, now: now, stale: context.policy.stale)
+                }
+                fields.append(("refused", inForce.refused.map { JSONText.string($0) } ?? "null"))
+                if let refused = inForce.refused { policyLines.append("  refused: \(Logger.escape(refused))") }
+                fields.append(("guard_ver", held.policy.map { String($0.version) } ?? "null"))
+                policyLines.append("  rollback guard: " + (held.policy.map { "highest ver used \($0.version)" } ?? "no ver held yet"))
+                policyJSON = JSONText.object(fields)
+            }
+            guard let path = context.credential.statusList else {
+                if context.json {
+                    _ = out.writeAll(Array((JSONText.object([("state_file", JSONText.string(statePath)), ("now", String(now)),
+                                                             ("policy_stale", JSONText.string(context.policy.stale.rawValue)),
+                                                             ("site_policy", policyJSON)]) + "\n").utf8))
+                } else {
+                    _ = out.writeAll(Array((policyLines.joined(separator: "\n") + "\n").utf8))
+                }
+                return ExitCode.success.rawValue
+            }
+            let set = try StatusListSet.read(path: path, keys: context.keys, algorithms: context.credential.algorithms, statePath: statePath).set
             if context.json {
                 let lists = zip(set.lists, set.origins).map { token, origin in
                     var fields = listFields(token, now: now)
@@ -200,12 +330,14 @@ enum PolicyCommand {
                     ("lists", "[" + lists.joined(separator: ",") + "]"),
                     ("refused", "[" + set.refused.map { JSONText.string($0) }.joined(separator: ",") + "]"),
                     ("guard", "[" + guardEntries.joined(separator: ",") + "]"),
+                    ("site_policy", policyJSON),
                 ])
                 _ = out.writeAll(Array((object + "\n").utf8))
                 return ExitCode.success.rawValue
             }
-            var lines = ["status lists from \(path) (policy-stale = \(context.policy.stale.rawValue)); rollback guard \(statePath)",
-                         "in force: \(set.lists.count)"]
+            var lines = policyLines
+            lines += ["status lists from \(path) (policy-stale = \(context.policy.stale.rawValue)); rollback guard \(statePath)",
+                      "in force: \(set.lists.count)"]
             for (token, origin) in zip(set.lists, set.origins) {
                 switch origin {
                 case .file(let file): lines.append("  from \(file):")

@@ -101,6 +101,12 @@ extension Catalog {
                 _ = try StatusListSet.read(path: path, keys: keys, algorithms: settings.credential.algorithms,
                                            statePath: settings.policy.stateFile)
             }
+            // The site policy as run reads it: policy-keys must load, the state file must parse; a policy
+            // file that is missing or refused is not an error for run either (policy-stale decides).
+            if let path = settings.policy.file {
+                _ = try SitePolicyInForce.read(path: path, keys: try CredentialPolicy.policyKeys(settings.policy, credentialKeys: keys),
+                                               algorithms: settings.credential.algorithms, statePath: settings.policy.stateFile)
+            }
         }
     }
 

@@ -73,14 +73,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         }
         var sitePolicy: SitePolicyInForce?
         if let path = policy.file {
-            let policyKeys = try policy.keys.map { (keysPath) throws(UsageError) -> CredentialKeySet in
-                do throws(KeyFileError) {
-                    return try CredentialKeySet.load(path: keysPath)
-                } catch {
-                    throw UsageError("policy-keys " + error.description)
-                }
-            } ?? keys
-            let loaded = try SitePolicyInForce.load(path: path, keys: policyKeys, algorithms: settings.algorithms, statePath: policy.stateFile)
+            let loaded = try SitePolicyInForce.load(path: path, keys: try policyKeys(policy, credentialKeys: keys),
+                                                    algorithms: settings.algorithms, statePath: policy.stateFile)
             if let refused = loaded.refused { logger.error("site policy refused: \(Logger.escape(refused))") }
             if loaded.token == nil {
                 logger.warning("credentials: no site policy in force; passes are \(policy.stale == .allow ? "accepted without one (policy-stale = allow)" : "refused as policy-stale")")
@@ -103,6 +97,16 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
         if let store { logger.info("credentials: replay store \(store.path) holds \(store.entryCount) passes") }
         return policy
+    }
+
+    /// policy-keys when set (an error names it), else the credential keys.
+    public static func policyKeys(_ policy: PolicySettings, credentialKeys: CredentialKeySet) throws(UsageError) -> CredentialKeySet {
+        guard let path = policy.keys else { return credentialKeys }
+        do throws(KeyFileError) {
+            return try CredentialKeySet.load(path: path)
+        } catch {
+            throw UsageError("policy-keys " + error.description)
+        }
     }
 
     /// SIGHUP: verifies with `keys` from the next read on. The daemon loads them

@@ -34,6 +34,19 @@ public struct SitePolicyToken: Sendable {
         String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
+    /// Whether `bytes` say they are a site policy (the typ of either form), before any verification: for
+    /// `scangate policy verify`, which takes a status list or a policy. Decides nothing else.
+    public static func claimsToBePolicy(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count <= maxTokenBytes, let encoding = try? StatusListEncoding.detect(bytes) else { return false }
+        switch encoding {
+        case .jwt(let text):
+            return (try? JWS.parse(text, maxTokenBytes: maxTokenBytes, maxPayloadBytes: maxTokenBytes))?.type.map(isJWTType) ?? false
+        case .cwt(let cbor, _):
+            let limits = COSESign1.Limits(maxBytes: maxTokenBytes, maxItems: 65_536, allowsCWTTag: false)
+            return (try? COSESign1.message(cbor, limits: limits))?.type.map(isCWTType) ?? false
+        }
+    }
+
     public static func verify(_ bytes: [UInt8], keys: CredentialKeySet, algorithms: [SignatureAlgorithm]) throws(SitePolicyError) -> SitePolicyToken {
         guard bytes.count <= maxTokenBytes else {
             throw SitePolicyError("the document is \(bytes.count) bytes; at most \(maxTokenBytes)")

@@ -216,7 +216,7 @@ final class PolicyCommandTests: XCTestCase {
             (["policy", "verify", list, "--policy-state-file", state], "policy needs --credential-keys PATH or --config FILE with credential-keys"),
             (["policy", "verify", dir + "/absent.jwt"] + settings, "policy verify \(dir)/absent.jwt: "),
             (["policy", "verify", list, "--policy-state-file", "relative", "--credential-keys", jwks], "--policy-state-file: 'relative' must be an absolute path"),
-            (["policy", "show"] + settings, "policy show needs --credential-status-list PATH"),
+            (["policy", "show"] + settings, "policy show needs --policy-file PATH or --credential-status-list PATH"),
             (["policy", "show", "--credential-status-list", dir + "/absent.jwt"] + settings, "credential-status-list \(dir)/absent.jwt: "),
             (["policy", "show", "--config", dir + "/absent.conf"], "absent.conf"),
             (["policy"], "policy needs verify or show"),

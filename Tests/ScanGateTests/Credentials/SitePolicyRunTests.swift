@@ -244,6 +244,55 @@ final class SitePolicyRunTests: XCTestCase {
         XCTAssertEqual(daemon.stop(), 0)
     }
 
+    /// `scangate policy verify` and `policy show` on site policies, as an installer runs them before putting
+    /// a file in place: what is printed, the JSON, the exit codes; a rolled-back ver is refused once the
+    /// daemon used a higher one; the denied numbers are never printed; nothing on disk changes.
+    func testPolicyVerifyAndShowSayWhatTheDaemonWouldDo() throws {
+        let now = self.now
+        let groups = "{\"cleaning\":{\"schedule\":[{\"days\":[\"mon\",\"fri\"],\"from\":\"18:00\",\"to\":\"22:00\"}]}}"
+        try writePolicy("v2.jwt", document(ver: 2, iat: now - 60, exp: now + 3600, tz: "Europe/Berlin", groups: groups, deny: "[\"31337\"]"))
+        try writePolicy("v1.cose", document(ver: 1, iat: now - 600, exp: now + 3600), extra: ["--form", "cwt"])
+        let flags = ["--credential-keys", dir + "/site.jwks", "--policy-state-file", dir + "/policy-state"]
+        let first = try ScangateProcess.run(["policy", "verify", dir + "/v2.jwt"] + flags)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(first.stdoutText.contains("v2.jwt: site policy, would be used"), first.stdoutText)
+        for line in ["  ver 2", "  tz \"Europe/Berlin\"", "  door \"north-1\", role both", "  group \"cleaning\": mon,fri 18:00-22:00",
+                     "  holidays 0, denied numbers 1", "  rollback guard \(dir)/policy-state: no ver held yet (a first start)"] {
+            XCTAssertTrue(first.stdoutText.contains(line + "\n"), "\(line) in:\n\(first.stdoutText)")
+        }
+        XCTAssertFalse(first.stdoutText.contains("31337"), "a denied number is printed")
+        // The daemon uses ver 2; ver 1 (the COSE form) is then a rollback, for verify too.
+        let scene = try scenario([])
+        XCTAssertEqual(try run(args(scene, policy: "v2.jwt")).verdicts, [])
+        let before = try String(contentsOfFile: dir + "/policy-state", encoding: .utf8)
+        let old = try ScangateProcess.run(["policy", "verify", dir + "/v1.cose", "--json"] + flags)
+        XCTAssertEqual(old.status, 1, old.stderr)
+        let json = try JSONValue.parse(old.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(json["kind"]?.stringValue, "site-policy")
+        XCTAssertEqual(json["verdict"]?.stringValue, "refused")
+        XCTAssertEqual(json["ver"]?.numberValue?.int64, 1)
+        XCTAssertEqual(json["format"]?.stringValue, "cwt")
+        XCTAssertEqual(json["guard_ver"]?.numberValue?.int64, 2)
+        XCTAssertTrue(json["reason"]?.stringValue?.contains("refused as a rollback") == true, old.stdoutText)
+        XCTAssertEqual(old.stderr.split(separator: "\n").count, 1, old.stderr)
+        // A document signed by another key: refused, exit 1.
+        let otherDir = dir + "/other"
+        try FileManager.default.createDirectory(atPath: otherDir, withIntermediateDirectories: true)
+        XCTAssertEqual(try PythonPeers.run("policy_peer.py", ["policy", otherDir, dir + "/forged.jwt", "--doc",
+                                                              document(ver: 9, iat: now, exp: now + 60)]).status, 0)
+        let forged = try ScangateProcess.run(["policy", "verify", dir + "/forged.jwt"] + flags)
+        XCTAssertEqual(forged.status, 1)
+        XCTAssertTrue(forged.stderr.contains("refused: bad-signature"), forged.stderr)
+        // show: the policy in force, from the file.
+        let show = try ScangateProcess.run(["policy", "show", "--policy-file", dir + "/v2.jwt", "--json"] + flags)
+        XCTAssertEqual(show.status, 0, show.stderr)
+        let shown = try JSONValue.parse(show.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(shown["site_policy"]?["source"]?.stringValue, "file")
+        XCTAssertEqual(shown["site_policy"]?["ver"]?.numberValue?.int64, 2)
+        XCTAssertEqual(shown["site_policy"]?["deny"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try String(contentsOfFile: dir + "/policy-state", encoding: .utf8), before, "verify and show write nothing")
+    }
+
     func testBadPolicyOptionsExit2WithOneLineNamingThem() throws {
         let jwks = try writePolicy("policy.jwt", document(ver: 1, iat: now, exp: now + 60))
         let scene = try scenario([])
