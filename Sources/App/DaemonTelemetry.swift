@@ -23,6 +23,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         var refusals: [String: UInt64] = [:]     // door output -> reads it refused
         var rejections: [String: UInt64] = [:]   // reason (RejectionReason.key) -> rejected reads
         var statusLists: [StatusReport.StatusList] = []
+        var sitePolicy: StatusReport.SitePolicy? = nil
         var lastReadAt: Int64?
         var decodeSeconds = MetricsHistogram.decodeTime()
         /// The pipeline running now (its counters are live; they are folded in when it ends). Under the
@@ -92,7 +93,15 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
             set.lists.map { StatusReport.StatusList(uri: $0.uri, entries: $0.list.count, issuedAt: $0.issuedAt,
                                                     expiresAt: $0.expiresAt, kept: set.isKept($0)) }
         }
-        counts.withLock { $0.statusLists = lists }
+        let site = policies.compactMap { $0 as? CredentialPolicy }.compactMap(\.sitePolicy).first.flatMap { inForce in
+            inForce.policy.map { p in
+                StatusReport.SitePolicy(version: p.version, issuedAt: p.issuedAt, expiresAt: p.expiresAt, kept: { if case .kept = inForce.origin { return true }; return false }())
+            }
+        }
+        counts.withLock {
+            $0.statusLists = lists
+            $0.sitePolicy = site
+        }
     }
 
     // MARK: read by the status socket, MQTT and metrics
@@ -145,7 +154,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
             return StatusReport.MQTT(connected: l.connected, detail: l.detail, spoolEvents: l.spool.records,
                                      spoolBytes: l.spool.bytes, dropped: l.dropped, droppedNoSpace: l.noSpaceDropped)
         }
-        return StatusReport(status: status.status.rawValue, version: ScanGateCommand.version, pid: getpid(),
+        var report = StatusReport(status: status.status.rawValue, version: ScanGateCommand.version, pid: getpid(),
                             uptimeSeconds: uptimeSeconds,
                             frames: StatusReport.Frames(captured: f.captured, decoded: f.decoded, dropped: f.dropped),
                             reads: StatusReport.Reads(reported: c.reported, rejected: c.rejected, lastAt: c.lastReadAt),
@@ -154,6 +163,8 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
                             mqtt: mqttStatus,
                             rejections: c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) },
                             statusLists: c.statusLists)
+        report.sitePolicy = c.sitePolicy
+        return report
     }
 
     func mqttState() -> MQTTState {
@@ -182,6 +193,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         m.decodeSeconds = c.decodeSeconds
         m.rejections = c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) }
         m.statusLists = c.statusLists
+        m.sitePolicy = c.sitePolicy
         m.cameraUp = status.capture == .scanning || status.capture == .paused
         let links = doorLinks
         m.controllerOnline = links.isEmpty ? nil : links.allSatisfy(\.link.online)

@@ -138,6 +138,11 @@ public enum StatusCommand {
             lines.append("status list \(Logger.escapeControls(l.uri)): \(l.entries) entries, iat \(time(l.issuedAt)) (\(duration(Double(max(0, now - l.issuedAt)))) old), "
                          + "exp \(time(l.expiresAt)) (\(expiry))\(l.kept ? ", the kept copy" : "")")
         }
+        if let p = r.sitePolicy {
+            let expiry = p.expiresAt > now ? "in \(duration(Double(p.expiresAt - now)))" : "expired \(duration(Double(now - p.expiresAt))) ago"
+            lines.append("site policy ver \(p.version): iat \(time(p.issuedAt)) (\(duration(Double(max(0, now - p.issuedAt)))) old), "
+                         + "exp \(time(p.expiresAt)) (\(expiry))\(p.kept ? ", the kept copy" : "")")
+        }
         let drops = r.drops.filter { $0.count > 0 }
         lines.append("drops: " + (drops.isEmpty ? "none" : drops.map { "\($0.name) \($0.count)" }.joined(separator: ", ")))
         if !r.devices.isEmpty {

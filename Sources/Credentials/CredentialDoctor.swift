@@ -52,6 +52,44 @@ public enum CredentialDoctor {
         guard settings.format != .off else { return [] }
         return [keysRow(settings), clockRow(settings, clock())] + (settings.oneTime ? [storeRow(settings.replayStore, filesystem)] : [])
             + (settings.statusList != nil ? [statusListRow(settings, policy, now: now)] : [])
+            + (policy.file != nil ? [sitePolicyRow(settings, policy, now: now)] : [])
+    }
+
+    /// The site policy as `run` would hold it (read, nothing recorded): its ver, age and expiry, and where
+    /// it comes from. Fails when none is held or (policy-stale = deny) it expired; warns on a kept copy.
+    static func sitePolicyRow(_ settings: CredentialSettings, _ policy: PolicySettings, now: Int64) -> DoctorRow {
+        let check = "site policy"
+        let path = policy.file ?? ""
+        let inForce: SitePolicyInForce
+        do throws(UsageError) {
+            let keys: CredentialKeySet
+            do throws(KeyFileError) {
+                keys = try CredentialKeySet.load(path: settings.keys ?? "")
+            } catch {
+                return .fail(.credential, check, "cannot check it without credential-keys: \(error)", fix: "fix credential-keys first")
+            }
+            inForce = try SitePolicyInForce.read(path: path, keys: try CredentialPolicy.policyKeys(policy, credentialKeys: keys),
+                                                 algorithms: settings.algorithms, statePath: policy.stateFile).inForce
+        } catch {
+            return .fail(.credential, check, error.message, fix: "fix policy-keys and policy-state-file")
+        }
+        let fix = "deliver the site's current signed policy to \(path) (a lower ver than one used before is refused as a rollback)"
+        guard let p = inForce.policy else {
+            let what = "none in force: " + (inForce.refused.map { Logger.escape($0) } ?? "\(path) could not be read")
+            return policy.stale == .allow ? .warn(.credential, check, what + "; passes are accepted without one (policy-stale = allow)", fix: fix)
+                                          : .fail(.credential, check, what + "; every pass is refused as policy-stale", fix: fix)
+        }
+        var detail = "ver \(p.version) issued \(now - p.issuedAt) s ago, " + (now >= p.expiresAt ? "EXPIRED \(now - p.expiresAt) s ago" : "expires in \(p.expiresAt - now) s")
+            + "; \(p.groups.count) groups, \(p.holidays.count) holidays, \(p.deny.count) denied numbers, tz \(JSONText.asciiString(p.timeZone))"
+        if case .kept(let kept) = inForce.origin {
+            detail += "; the kept copy \(kept) is in force because \(inForce.refused.map { Logger.escape($0) } ?? "the file could not be used")"
+            return .warn(.credential, check, detail, fix: fix)
+        }
+        if now >= p.expiresAt {
+            return policy.stale == .deny ? .fail(.credential, check, detail + "; every pass is refused as policy-stale", fix: fix)
+                                         : .warn(.credential, check, detail + "; the expired policy still decides", fix: fix)
+        }
+        return .pass(.credential, check, "\(detail), from \(path)")
     }
 
     /// The status lists as `run` would hold them (read, nothing recorded): each uri with its entries, age

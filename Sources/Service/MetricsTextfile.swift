@@ -49,6 +49,7 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var rejections: [StatusReport.Drop] = []
     /// The status lists in force (credential-status-list).
     public var statusLists: [StatusReport.StatusList] = []
+    public var sitePolicy: StatusReport.SitePolicy? = nil
     /// False in the last file written at exit.
     public var up = true
 
@@ -167,6 +168,17 @@ public enum PrometheusText {
                 entries.samples.append(("", labels, String(l.entries)))
             }
             families += [issued, expires, entries]
+        }
+        if let p = m.sitePolicy {
+            let labels = [("source", p.kept ? "kept" : "file")]
+            families += [
+                Family(name: "scangate_site_policy_version", help: "The ver of the site policy in force (it only goes up).", type: "gauge",
+                       samples: [("", labels, String(p.version))]),
+                Family(name: "scangate_site_policy_issued_timestamp_seconds", help: "The iat of the site policy in force.", type: "gauge",
+                       samples: [("", labels, String(p.issuedAt))]),
+                Family(name: "scangate_site_policy_expiry_timestamp_seconds", help: "The exp of the site policy in force; past it, policy-stale decides.",
+                       type: "gauge", samples: [("", labels, String(p.expiresAt))]),
+            ]
         }
         var errors = Family(name: "scangate_output_errors_total", help: "Reads an output lost or could not send, by output.", type: "counter")
         for e in m.outputErrors { errors.samples.append(("", [("output", e.output)], String(e.count))) }

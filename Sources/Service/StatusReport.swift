@@ -101,6 +101,23 @@ public struct StatusReport: Sendable, Equatable {
     public var rejections: [Drop] = []
     /// The status lists in force; empty when credential-status-list is not set.
     public var statusLists: [StatusList] = []
+    /// The site policy in force (policy-file); nil when none is set or none is held.
+    public var sitePolicy: SitePolicy? = nil
+
+    /// The site policy the daemon decides with: its version, times and where it came from.
+    public struct SitePolicy: Sendable, Equatable {
+        public var version: Int64
+        public var issuedAt: Int64
+        public var expiresAt: Int64
+        /// True when it is the copy kept beside the state file (policy-file was missing or refused).
+        public var kept: Bool
+        public init(version: Int64, issuedAt: Int64, expiresAt: Int64, kept: Bool) {
+            self.version = version
+            self.issuedAt = issuedAt
+            self.expiresAt = expiresAt
+            self.kept = kept
+        }
+    }
 
     public init(status: String, version: String, pid: Int32, uptimeSeconds: Double, frames: Frames = Frames(),
                 reads: Reads = Reads(), drops: [Drop] = [], devices: [ComponentHealth] = [], controller: Link? = nil, mqtt: MQTT? = nil,
@@ -159,6 +176,10 @@ public struct StatusReport: Sendable, Equatable {
                 JSONText.object([("uri", JSONText.string(l.uri)), ("entries", String(l.entries)), ("iat", String(l.issuedAt)),
                                  ("exp", String(l.expiresAt)), ("kept", l.kept ? "true" : "false")])
             }.joined(separator: ",") + "]"),
+            ("site_policy", sitePolicy.map { p in
+                JSONText.object([("ver", String(p.version)), ("iat", String(p.issuedAt)), ("exp", String(p.expiresAt)),
+                                 ("kept", p.kept ? "true" : "false")])
+            } ?? "null"),
         ])
     }
 
@@ -193,6 +214,9 @@ public struct StatusReport: Sendable, Equatable {
                 return StatusList(uri: try l.string("uri"), entries: Int(clamping: try l.uint("entries")), issuedAt: try l.int("iat"),
                                   expiresAt: try l.int("exp"), kept: try l.bool("kept"))
             }
+        }
+        if let p = try r.optionalObject("site_policy") {
+            sitePolicy = SitePolicy(version: try p.int("ver"), issuedAt: try p.int("iat"), expiresAt: try p.int("exp"), kept: try p.bool("kept"))
         }
         drops = try r.object("drops").members.map { (key, value) throws(UsageError) in
             guard let n = value.numberValue?.int64, n >= 0 else { throw UsageError("the daemon's status: drops.\(key) is not a count") }

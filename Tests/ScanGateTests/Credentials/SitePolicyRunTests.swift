@@ -293,6 +293,48 @@ final class SitePolicyRunTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: dir + "/policy-state", encoding: .utf8), before, "verify and show write nothing")
     }
 
+    /// What a fleet operator sees of the site policy on a running daemon: `scangate status` (text and JSON),
+    /// the metrics file (its ver, iat, exp; refusals by reason), and doctor's row.
+    func testStatusMetricsAndDoctorShowThePolicyInForce() throws {
+        let iat = now - 120, exp = iat + 3720
+        try writePolicy("policy.jwt", document(ver: 12, iat: iat, exp: exp, groups: Self.openAndClosed))
+        let tokens = [try pass("1101", group: "closed"), try pass("1102", group: "open")]
+        var scene = try String(contentsOfFile: try scenario(tokens), encoding: .utf8)
+        scene = scene.replacingOccurrences(of: "frames \(tokens.count * 7 + 3)\n", with: "frames 100000\n")
+        let scenePath = dir + "/long.scenario"
+        try TestFiles.write(scene, to: scenePath)
+        let socket = dir + "/status.sock", metrics = dir + "/scangate.prom"
+        let d = try DaemonUnderTest(args(scenePath).filter { $0 != "--fast" }
+                                    + ["--status-socket", socket, "--metrics-textfile", metrics, "--metrics-interval-s", "1"])
+        defer { d.stop() }
+        waitUntil(60, failure: "two JSON lines: \(d.stderr.suffix(5))") { d.stdout.count >= 2 }
+        XCTAssertEqual(try d.stdout.map { try JSONValue.parse($0)["rejected"]?.stringValue ?? "accepted" }, ["outside-schedule", "accepted"])
+        let json = try ScangateProcess.run(["status", "--json", "--status-socket", socket])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let doc = try JSONValue.parse(json.stdout)
+        XCTAssertEqual(doc["reads"]?["rejected_by_reason"]?["outside-schedule"]?.numberValue?.int64, 1, json.stdoutText)
+        XCTAssertEqual(doc["site_policy"]?["ver"]?.numberValue?.int64, 12, json.stdoutText)
+        XCTAssertEqual(doc["site_policy"]?["iat"]?.numberValue?.int64, iat)
+        XCTAssertEqual(doc["site_policy"]?["exp"]?.numberValue?.int64, exp)
+        XCTAssertEqual(doc["site_policy"]?["kept"]?.boolValue, false)
+        let text = try ScangateProcess.run(["status", "--status-socket", socket])
+        XCTAssertTrue(text.stdoutLines.contains { $0.hasPrefix("site policy ver 12: iat ") && $0.contains(" old), exp ") }, text.stdoutText)
+        var prom = ""
+        waitUntil(20, failure: "the refusal in the metrics file: \(prom)") {
+            prom = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+            return prom.contains("scangate_reads_rejected_total{reason=\"outside-schedule\"} 1\n")
+        }
+        XCTAssertTrue(prom.contains("scangate_site_policy_version{source=\"file\"} 12\n"), prom)
+        XCTAssertTrue(prom.contains("scangate_site_policy_issued_timestamp_seconds{source=\"file\"} \(iat)\n"), prom)
+        XCTAssertTrue(prom.contains("scangate_site_policy_expiry_timestamp_seconds{source=\"file\"} \(exp)\n"), prom)
+        XCTAssertEqual(d.stop(), 0)
+        let doctor = try ScangateProcess.run(["doctor", "--camera", "sim:HELLO", "--credential-format", "jwt", "--credential-keys", dir + "/site.jwks",
+                                              "--policy-file", dir + "/policy.jwt", "--policy-state-file", dir + "/policy-state",
+                                              "--credential-require-synced-clock=no"], timeout: 60)
+        let row = doctor.stdoutLines.first { $0.contains("site policy") } ?? ""
+        XCTAssertTrue(row.contains("ver 12 issued ") && row.contains("2 groups, 0 holidays, 0 denied numbers"), doctor.stdoutText)
+    }
+
     func testBadPolicyOptionsExit2WithOneLineNamingThem() throws {
         let jwks = try writePolicy("policy.jwt", document(ver: 1, iat: now, exp: now + 60))
         let scene = try scenario([])
