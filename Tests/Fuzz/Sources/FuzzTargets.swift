@@ -45,6 +45,8 @@ enum FuzzTargets {
         FuzzTarget(name: "jwks", summary: "JWKS reader (credential-keys)", run: CredentialFuzz.jwks),
         FuzzTarget(name: "statuslist", summary: "Token Status Lists: bounded zlib inflate, bit unpacking, statuslist+jwt claims, verifier",
                    run: StatusListFuzz.run),
+        FuzzTarget(name: "sitepolicy", summary: "site policy claims (JSON and CWT), the signed document's verifier, TZif zones, hours",
+                   run: SitePolicyFuzz.run),
         FuzzTarget(name: "replaystore", summary: "the one-time store on a hostile file, and consumes with a clock stepped ahead",
                    run: ReplayStoreFuzz.run),
         FuzzTarget(name: "mqttcommand", summary: "MQTTCommandParser.parse (MQTT commands) and the result message", run: MQTTCommandFuzz.run),
