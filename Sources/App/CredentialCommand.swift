@@ -15,7 +15,7 @@ enum CredentialCommand {
         Usage: scangate credential keygen --out DIR [--kid K] [--algorithm ed25519|es256]
                scangate credential issue --key FILE --number N --ttl DURATION [--config FILE] [--aud X] [--iss X]
                                          [--kid K] [--one-time] [--format jwt|cwt] [--status-uri URI --status-idx N]
-                                         [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
+                                         [--grp GROUP] [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
                scangate credential verify TEXT|--image FILE|--stdin [--config FILE] [--credential-keys PATH]
                                           [--credential-format jwt|cwt|any] [--credential-audience X]
                                           [--credential-issuer X] [--credential-algorithms LIST]
@@ -38,7 +38,8 @@ enum CredentialCommand {
                  --one-time adds a jti (cti) that a kiosk with credential-one-time consumes. --kid must match
                  the kid in the kiosk's key set when keygen was given one. --status-uri URI --status-idx N
                  name the pass's entry in a Token Status List (the status claim; CWT 65535), so the site
-                 can revoke it there. Without --out or --text, the pass
+                 can revoke it there. --grp GROUP names the pass's group in the site policy (policy-file),
+                 whose schedule then gives its hours. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
                  that keeps the smallest QR version (or --ecc).
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
@@ -131,6 +132,12 @@ enum CredentialCommand {
                 case "--scale": scale = try args.number(arg, 1...64)
                 case "--status-uri": statusURI = try args.value(arg, "the status list's URI (its sub)")
                 case "--status-idx": statusIndex = try args.number(arg, 0...StatusReference.maxIndex)
+                case "--grp":
+                    let group = try args.value(arg, "the pass's group in the site policy")
+                    guard !group.isEmpty, group.utf8.count <= SitePolicy.maxNameBytes else {
+                        throw UsageError("--grp must be 1 to \(SitePolicy.maxNameBytes) bytes (a group name of the site policy)")
+                    }
+                    request.group = group
                 default:
                     if let on = try args.switchValue(arg, "one-time") {
                         request.oneTime = on

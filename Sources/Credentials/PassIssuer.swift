@@ -18,6 +18,8 @@ public struct PassRequest: Sendable {
     public var now: Int64
     /// The pass's entry in a Token Status List (`status` claim; CWT: 65535).
     public var status: StatusReference?
+    /// The pass's group in the site policy (`grp`), when it has one.
+    public var group: String? = nil
 
     public init(format: CredentialFormat, number: String, lifetimeSeconds: Int64, audience: String? = nil,
                 issuer: String? = nil, keyID: String? = nil, oneTime: Bool = false, now: Int64, status: StatusReference? = nil) {
@@ -60,6 +62,7 @@ public enum PassIssuer {
             if let s = request.status {
                 claims.append(("status", JSONText.object([("status_list", JSONText.object([("idx", String(s.index)), ("uri", JSONText.string(s.uri))]))])))
             }
+            if let g = request.group { claims.append(("grp", JSONText.string(g))) }
             let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(JSONText.object(claims).utf8))
             let signature = try key.sign(Array(input.utf8))
             return input + "." + Base64.urlEncode(signature)
@@ -78,6 +81,7 @@ public enum PassIssuer {
                 let reference = CBORValue.map(CBORMap([(.text("idx"), .int(Int64(s.index))), (.text("uri"), .text(s.uri))]) ?? CBORMap())
                 claims.append((.int(COSESign1.Claim.status), .map(CBORMap([(.text("status_list"), reference)]) ?? CBORMap())))
             }
+            if let g = request.group { claims.append((.text("grp"), .text(g))) }
             let payload = CBORValue.map(CBORMap(claims) ?? CBORMap()).encoded
             let signature = try key.sign(COSESign1.sigStructure(protected: protected, payload: payload))
             let message = CBORValue.tagged(COSESign1.sign1Tag, .array([.bytes(protected), .map(CBORMap()), .bytes(payload), .bytes(signature)]))

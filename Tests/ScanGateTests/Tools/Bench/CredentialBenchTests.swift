@@ -18,13 +18,16 @@ final class CredentialBenchTests: XCTestCase {
         // 125,000 bytes of 1% pseudo-random entries deflate to tens of KiB; base64url and the JWT around them.
         XCTAssertTrue((20_000...200_000).contains(list.tokenBytes), "\(list.tokenBytes)")
         let rows = figures.rows(zbarPassMilliseconds: 20)
-        XCTAssertEqual(rows.count, 8)
+        XCTAssertEqual(rows.count, 9)
+        XCTAssertEqual([list.policyWindows, list.policyDenied, list.decideWithPolicy?.count], [1000, 10_000, 20])
+        XCTAssertTrue(rows[7].name.hasPrefix("decide a pass: the list and a site policy of 1000 schedule windows, 10000 denied numbers"), rows[7].name)
+        XCTAssertNotNil(rows[7].pass)
         XCTAssertEqual(rows[5].name, "status list of 1000000 entries: read, verify, inflate (\(list.tokenBytes / 1024) KiB token)")
         XCTAssertEqual(rows[6].target, "p99 < 5% of a zbar pass")
         XCTAssertNotNil(rows[6].pass)
         XCTAssertTrue(rows[6].measured.contains("% of zbar"), rows[6].measured)
         XCTAssertTrue(rows[0].measured.hasPrefix("p50 ") && rows[0].measured.contains("% of zbar"), rows[0].measured)
         XCTAssertNil(rows[4].pass)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "the bench store is removed")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "the bench store, the list and the policy are removed")
     }
 }
