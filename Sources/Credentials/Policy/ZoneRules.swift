@@ -121,8 +121,13 @@ public struct ZoneRules: Sendable {
     /// The wall time at `unixSeconds` (any Int64: the year may be far from today, but nothing overflows).
     public func localTime(at unixSeconds: Int64) -> LocalTime {
         let type = period(at: unixSeconds)
-        let utcDays = CivilCalendar.floorDiv(unixSeconds, 86400)
-        let utcSecond = Int(unixSeconds - utcDays * 86400)
+        // Days and seconds since the epoch, floored (no multiplication back: Int64.min must not overflow).
+        var utcDays = unixSeconds / 86400
+        var utcSecond = Int(unixSeconds % 86400)
+        if utcSecond < 0 {
+            utcDays -= 1
+            utcSecond += 86400
+        }
         let shifted = utcSecond + type.utcOffset
         let days = Int(utcDays) + Int(CivilCalendar.floorDiv(Int64(shifted), 86400))
         let secondOfDay = CivilCalendar.floorMod(shifted, 86400)

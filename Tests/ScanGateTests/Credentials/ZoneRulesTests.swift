@@ -74,14 +74,22 @@ final class ZoneRulesTests: XCTestCase {
             print(name, t, l.tm_gmtoff, l.tm_year, l.tm_mon, l.tm_mday, l.tm_hour, l.tm_min, l.tm_sec, l.tm_wday, l.tm_zone)
     """
 
-    /// Footers beyond the system's zones: version 3 times (negative, past 24 h, up to 167 h), the Jn and n
-    /// day forms, permanent daylight time, 30-minute and second-precise offsets, daylight time over the new year.
+    /// Footers beyond the system's zones: version 3 times (negative, past 24 h, up to 167 h), 30-minute and
+    /// second-precise offsets, daylight time over the new year, Jn days. Checked against zoneinfo and glibc.
     static let footers = [
         "EST5EDT,M3.2.0,M11.1.0", "<-03>3<-02>,M3.5.0/-2,M10.5.0/-1", "XXX3YYY,J60/-1,J300/26", "AAA-2BBB,0/0,365/25",
-        "EST5EDT,0/0,J365/25", "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0", "IST-2IDT,M3.4.4/26,M10.5.0",
-        "<-04>4<-03>,M9.1.6/24,M4.1.6/24", "AAA+1:30:15BBB-2:00:30,59/167,300/-167", "<+0330>-3:30",
-        "NZST-12NZDT,M9.5.0,M4.1.0/3", "AAA5BBB,M1.1.0/-20,M12.5.6/100", "<-00>0", "ABC-1DEF-3,M2.5.1/12:34:56,J59/0:00:01",
-        "AEST-10AEDT,M10.1.0,M4.1.0/3", "CET-1CEST,M3.5.0,M10.5.0/3",
+        "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0", "IST-2IDT,M3.4.4/26,M10.5.0", "<-04>4<-03>,M9.1.6/24,M4.1.6/24",
+        "<+0330>-3:30", "NZST-12NZDT,M9.5.0,M4.1.0/3", "<-00>0", "AEST-10AEDT,M10.1.0,M4.1.0/3", "CET-1CEST,M3.5.0,M10.5.0/3",
+        "AAA0BBB-1,J58/0,J200/0",
+    ]
+
+    /// Footers checked against glibc only. Python 3.11's zoneinfo puts the zero-based day n one day early (n = 0
+    /// on December 31) and J59 one day late in leap years (on February 29); and where a rule's end spills past
+    /// the new year it keeps daylight time into January, while glibc (and ZoneRules) judge each instant by its
+    /// own UTC year's start and end.
+    static let footersGlibcOnly = [
+        "EST5EDT,0/0,J365/25", "AAA+1:30:15BBB-2:00:30,59/167,300/-167", "AAA5BBB,100/2,200/2",
+        "ABC-1DEF-3,M2.5.1/12:34:56,J59/0:00:01", "AAA0BBB-1,J59/0,J200/0", "AAA5BBB,M1.1.0/-20,M12.5.6/100",
     ]
 
     // MARK: Against Python and glibc
@@ -98,20 +106,19 @@ final class ZoneRulesTests: XCTestCase {
 
     func testFootersAgreeWithZoneinfoAndGlibc() throws {
         let folder = try TestFiles.temporaryDirectory()
-        var names: [String] = []
-        for (i, footer) in Self.footers.enumerated() {
-            names.append("F\(i)")
-            try TestFiles.write(bytes: TZifFile(footer: footer).bytes, to: "\(folder)/F\(i)")
+        let all = Self.footers + Self.footersGlibcOnly
+        let names = all.indices.map { "F\($0)" }
+        for (name, footer) in zip(names, all) {
+            try TestFiles.write(bytes: TZifFile(footer: footer).bytes, to: "\(folder)/\(name)")
         }
         let load = { (name: String) throws(ZoneRulesError) -> ZoneRules in try ZoneRules.load(name: name, directory: folder) }
-        let byZoneinfo = try compare(try python(Self.zoneinfoPeer, [folder] + names), load: load)
-        let pairs = zip(names, Self.footers).map { "\($0)=\($1)" }
-        let byGlibc = try compare(try python(Self.glibcPeer, pairs), load: load)
-        for name in names {
-            XCTAssertGreaterThanOrEqual(byZoneinfo[name] ?? 0, 300, name)
-            XCTAssertGreaterThanOrEqual(byGlibc[name] ?? 0, 20, name)
+        let byZoneinfo = try compare(try python(Self.zoneinfoPeer, [folder] + names.prefix(Self.footers.count)), load: load)
+        let byGlibc = try compare(try python(Self.glibcPeer, zip(names, all).map { "\($0)=\($1)" }), load: load)
+        for (i, name) in names.enumerated() {
+            if i < Self.footers.count { XCTAssertGreaterThanOrEqual(byZoneinfo[name] ?? 0, 300, all[i]) }
+            XCTAssertGreaterThanOrEqual(byGlibc[name] ?? 0, 100, all[i])
         }
-        print("ZoneRules: \(byZoneinfo.values.reduce(0, +)) instants agree with zoneinfo and \(byGlibc.values.reduce(0, +)) with glibc on \(names.count) footers")
+        print("ZoneRules: \(byZoneinfo.values.reduce(0, +)) instants agree with zoneinfo on \(Self.footers.count) footers, \(byGlibc.values.reduce(0, +)) with glibc on \(all.count)")
     }
 
     /// Runs python3 (from PATH) with `script` and `arguments`; its output lines.
@@ -244,7 +251,7 @@ final class ZoneRulesTests: XCTestCase {
             }
         }
         XCTAssertEqual(parsed, 0, "\(parsed) of 384 flipped counts still parsed")
-        XCTAssertEqual(original.localTime(at: 1_800_000_000).abbreviation, "CEST")
+        XCTAssertEqual(original.localTime(at: 1_784_000_000).abbreviation, "CEST")   // July 2026
     }
 
     func testRandomlyDamagedFilesNeverCrash() throws {
