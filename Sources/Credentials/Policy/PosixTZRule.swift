@@ -46,7 +46,7 @@ struct PosixTZRule: Sendable, Equatable {
 
     /// Parses `text` (without the footer's newlines).
     init(parsing text: String) throws(ParseError) {
-        var scanner = Scanner(bytes: Array(text.utf8))
+        var scanner = TZStringScanner(bytes: Array(text.utf8))
         let stdName = try scanner.name(what: "standard time")
         let stdOffset = try scanner.offset(what: "standard time")
         standard = Period(utcOffset: stdOffset, isDST: false, abbreviation: stdName)
@@ -110,7 +110,7 @@ struct PosixTZRule: Sendable, Equatable {
 }
 
 /// Reads a TZ string byte by byte.
-private struct Scanner {
+private struct TZStringScanner {
     let bytes: [UInt8]
     var index = 0
 
