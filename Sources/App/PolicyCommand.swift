@@ -12,7 +12,8 @@ import Settings
 enum PolicyCommand {
     static let help = """
         Usage: scangate policy verify FILE [--config FILE] [--credential-keys PATH] [--credential-algorithms LIST]
-                                           [--policy-keys PATH] [--policy-state-file PATH] [--policy-stale MODE] [--json]
+                                           [--credential-status-list-keys PATH] [--policy-keys PATH]
+                                           [--policy-state-file PATH] [--policy-stale MODE] [--json]
                scangate policy show [--config FILE] [--credential-keys PATH] [--credential-algorithms LIST]
                                     [--credential-status-list PATH] [--policy-file PATH] [--policy-keys PATH]
                                     [--policy-state-file PATH] [--policy-stale MODE] [--json]
@@ -105,9 +106,10 @@ enum PolicyCommand {
             let statePath = context.policy.stateFile
             let held = context.held
             let out = FileDescriptor(rawValue: 1)
+            let listKeys = try CredentialPolicy.statusListKeys(context.credential, credentialKeys: context.keys)
             let token: StatusListToken
             do throws(StatusListError) {
-                token = try StatusListToken.verify(bytes, keys: context.keys, algorithms: context.credential.algorithms)
+                token = try StatusListToken.verify(bytes, keys: listKeys, algorithms: context.credential.algorithms)
             } catch {
                 let fingerprint = TokenFingerprint.describe(bytes)
                 if context.json {
@@ -310,7 +312,8 @@ enum PolicyCommand {
                 }
                 return ExitCode.success.rawValue
             }
-            let set = try StatusListSet.read(path: path, keys: context.keys, algorithms: context.credential.algorithms, statePath: statePath).set
+            let set = try StatusListSet.read(path: path, keys: try CredentialPolicy.statusListKeys(context.credential, credentialKeys: context.keys),
+                                             algorithms: context.credential.algorithms, statePath: statePath).set
             if context.json {
                 let lists = zip(set.lists, set.origins).map { token, origin in
                     var fields = listFields(token, now: now)

@@ -98,7 +98,8 @@ extension Catalog {
             }
             // The status lists as run reads them, without recording anything in policy-state-file.
             if let path = settings.credential.statusList {
-                _ = try StatusListSet.read(path: path, keys: keys, algorithms: settings.credential.algorithms,
+                _ = try StatusListSet.read(path: path, keys: try CredentialPolicy.statusListKeys(settings.credential, credentialKeys: keys),
+                                           algorithms: settings.credential.algorithms,
                                            statePath: settings.policy.stateFile)
             }
             // The site policy as run reads it: policy-keys must load, the state file must parse; a policy

@@ -105,7 +105,8 @@ public enum CredentialDoctor {
             } catch {
                 return .fail(.credential, check, "cannot check them without credential-keys: \(error)", fix: "fix credential-keys first")
             }
-            set = try StatusListSet.read(path: path, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile).set
+            set = try StatusListSet.read(path: path, keys: try CredentialPolicy.statusListKeys(settings, credentialKeys: keys),
+                                         algorithms: settings.algorithms, statePath: policy.stateFile).set
         } catch {
             return .fail(.credential, check, error.message, fix: "give credential-status-list a statuslist+jwt or statuslist+cwt file, or a folder of them")
         }

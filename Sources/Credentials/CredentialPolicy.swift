@@ -65,7 +65,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         }
         var statusLists: StatusListSet?
         if let path = settings.statusList {
-            let loaded = try StatusListSet.load(path: path, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile)
+            let loaded = try StatusListSet.load(path: path, keys: try statusListKeys(settings, credentialKeys: keys),
+                                                algorithms: settings.algorithms, statePath: policy.stateFile)
             logger.info("credentials: \(loaded.summary); policy-stale = \(policy.stale.rawValue), rollback guard \(policy.stateFile)")
             for line in loaded.refused { logger.error("credential-status-list refused: \(Logger.escape(line))") }
             for line in loaded.kept { logger.warning("credential-status-list: \(Logger.escape(line))") }
@@ -97,6 +98,16 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
         if let store { logger.info("credentials: replay store \(store.path) holds \(store.entryCount) passes") }
         return policy
+    }
+
+    /// credential-status-list-keys when set (an error names it), else the credential keys.
+    public static func statusListKeys(_ settings: CredentialSettings, credentialKeys: CredentialKeySet) throws(UsageError) -> CredentialKeySet {
+        guard let path = settings.statusListKeys else { return credentialKeys }
+        do throws(KeyFileError) {
+            return try CredentialKeySet.load(path: path)
+        } catch {
+            throw UsageError("credential-status-list-keys " + error.description)
+        }
     }
 
     /// policy-keys when set (an error names it), else the credential keys.

@@ -55,12 +55,19 @@ extension OptionTable {
                    apply: { s, v in s.credential.requireSyncedClock = try ParseValue.bool(v) },
                    show: { String($0.credential.requireSyncedClock) }),
         OptionSpec("credential-status-list", .credential, .value(placeholder: "PATH"), default: "",
-                   help: "Token Status Lists (statuslist+jwt or statuslist+cwt, signed by a key in credential-keys): a file or a directory of them; a pass whose status is not VALID is refused as revoked",
+                   help: "Token Status Lists (statuslist+jwt or statuslist+cwt, signed by a key in credential-status-list-keys, default credential-keys): a file or a directory of them; a pass whose status is not VALID is refused as revoked",
                    apply: { s, v in
                        let t = v.trimmingSpaces
                        s.credential.statusList = t.isEmpty ? nil : t
                    },
                    show: { $0.credential.statusList ?? "" }),
+        OptionSpec("credential-status-list-keys", .credential, .value(placeholder: "PATH"), default: "",
+                   help: "the keys the status lists are verified with, when their issuer's are not the passes' (as credential-keys: JWKS, PEM or a directory); unset: credential-keys",
+                   apply: { s, v in
+                       let t = v.trimmingSpaces
+                       s.credential.statusListKeys = t.isEmpty ? nil : t
+                   },
+                   show: { $0.credential.statusListKeys ?? "" }),
         OptionSpec("credential-output", .credential, .value(placeholder: "WHAT"), default: "number",
                    help: "what door outputs receive for an accepted pass: number (credential-number-claim) or token",
                    apply: { s, v in s.credential.output = try wrap { () throws(UsageError) in try CredentialSettings.parseOutput(v) } },

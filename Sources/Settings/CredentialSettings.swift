@@ -119,6 +119,8 @@ public struct CredentialSettings: SettingsSection {
     /// credential-status-list: a Token Status List file (statuslist+jwt, or statuslist+cwt in binary or hex) or a directory of them; nil: the
     /// status claims of passes are not checked.
     public var statusList: String? = nil
+    /// credential-status-list-keys: the keys the status lists are verified with; nil: credential-keys.
+    public var statusListKeys: String? = nil
 
     public init() {}
 

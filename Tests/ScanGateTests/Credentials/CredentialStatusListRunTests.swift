@@ -84,6 +84,24 @@ final class CredentialStatusListRunTests: XCTestCase {
         print("status list through run: \(out.verdicts.joined(separator: ", "))")
     }
 
+    /// credential-status-list-keys: lists signed by an issuer of their own are verified with its key set, and
+    /// without that option (credential-keys only) the same list is refused and its passes meet policy-stale.
+    func testListsSignedByAKeySetOfTheirOwn() throws {
+        let listIssuer = dir + "/list-issuer"
+        try FileManager.default.createDirectory(atPath: listIssuer, withIntermediateDirectories: true)
+        let made = try PythonPeers.run("statuslist_peer.py", ["list", listIssuer, dir + "/own.jwt", "--uri", uri, "--size", "8", "--set", "3=1"])
+        XCTAssertEqual(made.status, 0)
+        let tokens = [try pass("1103", idx: 3), try pass("1104", idx: 4)]
+        let jwks = dir + "/site.jwks"
+        let scene = try scenario(tokens)
+        let own = try run(args(scene, jwks: jwks, list: "own.jwt", extra: ["--credential-status-list-keys", listIssuer + "/site.jwks"]))
+        XCTAssertEqual(own.verdicts, ["revoked", "accepted"], own.log)
+        try? FileManager.default.removeItem(atPath: dir + "/policy-state.lists")
+        let without = try run(args(scene, jwks: jwks, list: "own.jwt"))
+        XCTAssertEqual(without.verdicts, ["policy-stale", "policy-stale"], without.log)
+        XCTAssertTrue(without.log.contains("credential-status-list refused: ") && without.log.contains("own.jwt"), without.log)
+    }
+
     /// What a fleet operator sees of revocation on a running daemon: `scangate status` (text and JSON) and
     /// the metrics file count the rejected reads by reason and show the list in force with its iat and exp.
     func testStatusAndMetricsShowTheListInForceAndRejectionsByReason() throws {
