@@ -97,7 +97,7 @@ public struct SitePolicyToken: Sendable {
 
     /// The CWT claims as the JSON the JWS form carries: text keys as they are, the labels 6 and 4 as iat
     /// and exp (COSESign1's JSON view). Any other label keeps its number and is not read.
-    static func cwtClaimsAsJSON(_ payload: [UInt8]) throws(SitePolicyError) -> [UInt8] {
+    public static func cwtClaimsAsJSON(_ payload: [UInt8]) throws(SitePolicyError) -> [UInt8] {
         let decoded: CBORValue
         do throws(CBORError) {
             decoded = try CBORValue.decode(payload, maxBytes: maxTokenBytes, maxDepth: 8, maxItems: 65_536)
