@@ -55,6 +55,11 @@ public enum CredentialDoctor {
             + (policy.file != nil ? [sitePolicyRow(settings, policy, now: now)] : [])
     }
 
+    /// credential-keys as `run` loads them; the keys row says why when they cannot be.
+    static func credentialKeys(_ settings: CredentialSettings) -> Result<CredentialKeySet, KeyFileError> {
+        Result { () throws(KeyFileError) in try CredentialKeySet.load(path: settings.keys ?? "") }
+    }
+
     /// The site policy as `run` would hold it (read, nothing recorded): its ver, age and expiry, and where
     /// it comes from. Fails when none is held or (policy-stale = deny) it expired; warns on a kept copy.
     static func sitePolicyRow(_ settings: CredentialSettings, _ policy: PolicySettings, now: Int64) -> DoctorRow {
@@ -62,11 +67,8 @@ public enum CredentialDoctor {
         let path = policy.file ?? ""
         let inForce: SitePolicyInForce
         do throws(UsageError) {
-            let keys: CredentialKeySet
-            do throws(KeyFileError) {
-                keys = try CredentialKeySet.load(path: settings.keys ?? "")
-            } catch {
-                return .fail(.credential, check, "cannot check it without credential-keys: \(error)", fix: "fix credential-keys first")
+            guard case .success(let keys) = credentialKeys(settings) else {
+                return .fail(.credential, check, "cannot check it without credential-keys", fix: "fix credential-keys first (its row above)")
             }
             inForce = try SitePolicyInForce.read(path: path, keys: try CredentialPolicy.policyKeys(policy, credentialKeys: keys),
                                                  algorithms: settings.algorithms, statePath: policy.stateFile).inForce
@@ -99,11 +101,8 @@ public enum CredentialDoctor {
         let path = settings.statusList ?? ""
         let set: StatusListSet
         do throws(UsageError) {
-            let keys: CredentialKeySet
-            do throws(KeyFileError) {
-                keys = try CredentialKeySet.load(path: settings.keys ?? "")
-            } catch {
-                return .fail(.credential, check, "cannot check them without credential-keys: \(error)", fix: "fix credential-keys first")
+            guard case .success(let keys) = credentialKeys(settings) else {
+                return .fail(.credential, check, "cannot check them without credential-keys", fix: "fix credential-keys first (its row above)")
             }
             set = try StatusListSet.read(path: path, keys: try CredentialPolicy.statusListKeys(settings, credentialKeys: keys),
                                          algorithms: settings.algorithms, statePath: policy.stateFile).set

@@ -39,16 +39,7 @@ final class CredentialStatusListRunTests: XCTestCase {
     }
 
     /// A scene showing each token for 4 frames, then 3 blank ones (a `sim:` scenario).
-    func scenario(_ tokens: [String]) throws -> String {
-        var text = "size 320x320\nfps 30\nbackground 255\nframes \(tokens.count * 7 + 3)\n"
-        for (n, token) in tokens.enumerated() {
-            XCTAssertFalse(token.contains("\"") || token.contains("\\"))
-            text += "code qr \"\(token)\" frames \(n * 7)-\(n * 7 + 3) module 3\n"
-        }
-        let path = dir + "/passes-\(UUID().uuidString.prefix(8)).scenario"
-        try TestFiles.write(text, to: path)
-        return path
-    }
+    func scenario(_ tokens: [String]) throws -> String { try PassScene.write(tokens, in: dir) }
 
     func args(_ scene: String, jwks: String, list: String, extra: [String] = []) -> [String] {
         ["run", "--camera", "sim:" + scene, "--fast", "--credential-format", "jwt", "--credential-keys", jwks,

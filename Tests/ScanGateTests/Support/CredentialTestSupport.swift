@@ -61,6 +61,21 @@ enum CredentialFixtures {
     }
 }
 
+/// Passes shown to the daemon's simulated camera, one after the other.
+enum PassScene {
+    /// A `sim:` scenario in `dir` showing each token for 4 frames, then 3 blank ones; returns its path.
+    static func write(_ tokens: [String], in dir: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        var text = "size 320x320\nfps 30\nbackground 255\nframes \(tokens.count * 7 + 3)\n"
+        for (n, token) in tokens.enumerated() {
+            XCTAssertFalse(token.contains("\"") || token.contains("\\"), "a token the scenario cannot quote", file: file, line: line)
+            text += "code qr \"\(token)\" frames \(n * 7)-\(n * 7 + 3) module 3\n"
+        }
+        let path = dir + "/passes-\(UUID().uuidString.prefix(8)).scenario"
+        try TestFiles.write(text, to: path)
+        return path
+    }
+}
+
 /// The project's Python peers (.build/venv, made by scripts/python-env from Tests/python-requirements.txt).
 enum PythonPeers {
     static var python: String { TestFiles.repositoryRoot + "/.build/venv/bin/python" }
