@@ -168,7 +168,7 @@ final class Daemon: @unchecked Sendable {
     private func prepare(_ settings: RunSettings, components: [Component], debouncer: Debouncer) throws -> RunState {
         try Catalog.check(settings, components: components)
         return RunState(source: try SourceFactory.make(settings.capture, logger: logger),
-                        decoder: try StreamDecoder.make(settings: settings.decoder),
+                        decoder: try StreamDecoder.make(settings: settings.decoder, logger: logger),
                         policies: try Catalog.policies(settings, logger: logger), debouncer: debouncer)
     }
 
@@ -301,7 +301,7 @@ final class Daemon: @unchecked Sendable {
         let new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
         try Catalog.check(new, components: wiring.components)
         let policies = try Catalog.policies(new, logger: logger)
-        let decoder = try StreamDecoder.make(settings: new.decoder)
+        let decoder = try StreamDecoder.make(settings: new.decoder, logger: logger)
         let newSource = new.capture == settings.capture ? nil : try SourceFactory.make(new.capture, logger: logger)
         run.policies = policies
         wiring.telemetry.policiesInForce(policies)

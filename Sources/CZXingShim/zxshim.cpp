@@ -6,9 +6,11 @@
 #include <ZXing/MultiFormatWriter.h>
 #include <ZXing/ReadBarcode.h>
 
+#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <stdexcept>
 #include <exception>
 #include <string>
@@ -44,13 +46,58 @@ void setMessage(char *message, size_t size, const char *text) {
     if (message && size > 0) std::snprintf(message, size, "%s", text);
 }
 
+// Debian 12's zxing-cpp 1.4.0 is built with assertions on, and one of them fires on some camera frames:
+// `intersect` in RegressionLine.h, reached from Micro QR detection (ConcentricFinder's
+// FitQadrilateralToPoints; upstream checks the lines first since commit 621eb25d, after 1.4.0). An
+// assertion aborts the process, so a frame could stop the daemon. While zxshim_read is inside zxing on
+// this thread, the assertion handler below jumps back to it instead: that read is abandoned and returns
+// ZXSHIM_ASSERTED (its C++ frames are skipped, so what they allocated is not freed; the Swift side turns
+// Micro QR off after the first one, which bounds that). Outside a read, the C library's handler runs.
+// Per thread, for the thread inside zxing: not shared state.
+thread_local std::jmp_buf *readInProgress = nullptr;
+thread_local char lastAssertion[512];
+
+using AssertFail = void (*)(const char *, const char *, unsigned int, const char *);
+
 } // namespace
+
+extern "C" void __assert_fail(const char *assertion, const char *file, unsigned int line, const char *function) noexcept {
+    if (std::jmp_buf *back = readInProgress) {
+        readInProgress = nullptr;
+        std::snprintf(lastAssertion, sizeof lastAssertion, "%s:%u: %s: assertion `%s' failed",
+                      file ? file : "?", line, function ? function : "?", assertion ? assertion : "?");
+        std::longjmp(*back, 1);
+    }
+    if (auto real = reinterpret_cast<AssertFail>(dlsym(RTLD_NEXT, "__assert_fail"))) real(assertion, file, line, function);
+    std::abort();
+}
+
+extern "C" const char *zxshim_last_assertion(void) { return lastAssertion; }
+
+namespace {
+int readUnguarded(const uint8_t *luma, int width, int height, uint32_t formats, uint32_t flags, zxshim_symbol **out);
+}
 
 extern "C" int zxshim_read(const uint8_t *luma, int width, int height, uint32_t formats, uint32_t flags,
                            zxshim_symbol **out) {
     if (!out) return -1;
     *out = nullptr;
     if (!luma || width <= 0 || height <= 0) return -1;
+    std::jmp_buf back;
+    if (setjmp(back) != 0) {
+        // An assertion inside zxing: nothing of this read is returned.
+        *out = nullptr;
+        return ZXSHIM_ASSERTED;
+    }
+    readInProgress = &back;
+    int n = readUnguarded(luma, width, height, formats, flags, out);
+    readInProgress = nullptr;
+    return n;
+}
+
+namespace {
+
+int readUnguarded(const uint8_t *luma, int width, int height, uint32_t formats, uint32_t flags, zxshim_symbol **out) {
     zxshim_symbol *symbols = nullptr;
     int n = 0;
     try {
@@ -107,6 +154,8 @@ extern "C" int zxshim_read(const uint8_t *luma, int width, int height, uint32_t 
     *out = symbols;
     return n;
 }
+
+} // namespace
 
 extern "C" void zxshim_free(zxshim_symbol *symbols, int count) {
     if (!symbols) return;

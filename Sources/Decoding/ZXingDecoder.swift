@@ -33,6 +33,15 @@ public final class ZXingDecoder: Decoder {
     private var inverted: [UInt8] = []
     /// Reads that zxing failed (it threw, or memory ran out): found nothing, counted here.
     public private(set) var failedReads = 0
+    /// Reads zxing-cpp abandoned at one of its assertions (Debian's 1.4.0 is built with them on; its
+    /// Micro QR detector can fail `intersect`'s on some frames, fixed upstream after 1.4.0). The shim
+    /// turns the abort into a failed read; the first one turns Micro QR off for this decoder, and the
+    /// read is made again without it. Counted here, and told to `onAssertion` (the daemon logs it).
+    public private(set) var assertions = 0
+    /// ZXing::BarcodeFormat bits no longer asked for after an assertion (Micro QR).
+    public private(set) var disabledFormats: UInt32 = 0
+    /// Called once per assertion with what zxing said and what was turned off.
+    public var onAssertion: (@Sendable (String) -> Void)?
     /// True when the last `decode` found its symbols in the inverted frame.
     public private(set) var lastFoundInverted = false
     /// The second look at the frame's busy regions; nil without `regions`.
@@ -228,12 +237,30 @@ public final class ZXingDecoder: Decoder {
 
     /// One read, its symbols normalised (check digits, UPC forms) and each code once.
     private func read(_ reader: ZXingReader, width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>) -> [DecodedSymbol] {
-        let raw: [ZXingReader.Found]
-        do {
-            raw = try reader.read(width: width, height: height, luma: luma)
-        } catch {
-            failedReads += 1
-            return []
+        var raw: [ZXingReader.Found] = []
+        var attempt = ZXingReader(formats: reader.formats & ~disabledFormats, flags: reader.flags)
+        while true {
+            do throws(ZXingReader.Failure) {
+                raw = try attempt.read(width: width, height: height, luma: luma)
+                break
+            } catch {
+                guard let assertion = error.assertion else {
+                    failedReads += 1
+                    return []
+                }
+                assertions += 1
+                let microQR = ZXingDecoder.format(.microqr)
+                let retry = attempt.formats & microQR != 0 && attempt.formats & ~microQR != 0
+                if attempt.formats & microQR != 0 { disabledFormats |= microQR }
+                onAssertion?("zxing-cpp: \(assertion)" + (attempt.formats & microQR != 0
+                    ? "; Micro QR is off from now on (zxing-cpp 1.4's Micro QR detector; fixed upstream after 1.4.0), the frame is read again without it"
+                    : "; that read found nothing"))
+                guard retry else {
+                    failedReads += 1
+                    return []
+                }
+                attempt = ZXingReader(formats: attempt.formats & ~microQR, flags: attempt.flags)
+            }
         }
         var found: [DecodedSymbol] = []
         for r in raw {

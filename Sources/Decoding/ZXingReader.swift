@@ -15,9 +15,14 @@ struct ZXingReader {
         var contentType: Int32
     }
 
-    /// zxing threw (caught in the shim) or memory ran out.
+    /// zxing threw (caught in the shim) or memory ran out; or it hit one of its assertions, which the
+    /// shim turned into an abandoned read (`assertion`: which one).
     struct Failure: Error, CustomStringConvertible {
-        var description: String { "zxing-cpp failed to read the image (it threw, or memory ran out)" }
+        var assertion: String? = nil
+        var description: String {
+            assertion.map { "zxing-cpp hit an assertion (\($0)); the read was abandoned" }
+                ?? "zxing-cpp failed to read the image (it threw, or memory ran out)"
+        }
     }
 
     let formats: UInt32
@@ -30,6 +35,7 @@ struct ZXingReader {
               luma.count >= width * height, formats != 0, let base = luma.baseAddress else { return [] }
         var raw: UnsafeMutablePointer<zxshim_symbol>?
         let count = zxshim_read(base, Int32(width), Int32(height), formats, flags, &raw)
+        if count == ZXSHIM_ASSERTED { throw Failure(assertion: String(cString: zxshim_last_assertion())) }
         guard count >= 0 else { throw Failure() }
         guard count > 0, let raw else { return [] }
         defer { zxshim_free(raw, count) }

@@ -48,11 +48,19 @@ enum {
     ZXSHIM_BINARIZER_FIXED = 1 << 7,
 };
 
+/// zxshim_read's return when zxing-cpp hit one of its assertions (Debian builds it with them on):
+/// the read was abandoned instead of aborting the process; zxshim_last_assertion() says which.
+#define ZXSHIM_ASSERTED (-2)
+
 /// Reads every symbol of the `formats` (ZXing::BarcodeFormat bits) in an 8-bit gray image
 /// (stride == width). Returns the number of symbols (>= 0) with *out set to a malloc'd array (NULL
-/// when 0), or -1 when zxing threw or memory ran out.
+/// when 0), -1 when zxing threw or memory ran out, or ZXSHIM_ASSERTED.
 int zxshim_read(const uint8_t *luma, int width, int height, uint32_t formats, uint32_t flags,
                 zxshim_symbol **out);
+
+/// The last assertion zxshim_read recovered from on this thread ("file:line: function: assertion `...'
+/// failed"); empty when none.
+const char *zxshim_last_assertion(void);
 
 /// Frees what zxshim_read returned.
 void zxshim_free(zxshim_symbol *symbols, int count);

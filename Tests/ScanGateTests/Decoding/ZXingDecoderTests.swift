@@ -22,6 +22,35 @@ final class ZXingDecoderTests: XCTestCase {
                              captureTime: MonotonicInstant(nanoseconds: 0), luma: image.pixels))
     }
 
+    /// Debian's zxing-cpp 1.4.0 asserts (`intersect` in RegressionLine.h, from Micro QR detection) on
+    /// this frame, found by the zxing fuzz target: the process must not abort. The read is abandoned,
+    /// counted and told, Micro QR is turned off and the frame read again; the next read asks no Micro QR.
+    func testAZXingAssertionIsAFailedReadAndTurnsMicroQROff() throws {
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: TestFiles.repositoryRoot + "/Tests/Fuzz/corpus/zxing/assert-microqr-intersect"))
+        let input = [UInt8](bytes)
+        // As the fuzz target builds its frame: width, height, a choice byte (0: every format, invert retry), pixels.
+        let width = 8 + Int(input[0]) % 128, height = 8 + Int(input[1]) % 128
+        let rest = Array(input.dropFirst(3))
+        let luma = (0..<(width * height)).map { rest[$0 % rest.count] }
+        var settings = DecoderSettings()
+        settings.symbologies = Set(Symbology.allCases)
+        settings.invertRetry = true
+        let decoder = ZXingDecoder(settings: settings)
+        let told = PosixMutex<[String]>([])
+        decoder.onAssertion = { line in told.withLock { $0.append(line) } }
+        _ = decoder.decode(width: width, height: height, luma: luma)
+        XCTAssertEqual(decoder.assertions, 1)
+        XCTAssertEqual(decoder.disabledFormats, ZXingDecoder.format(.microqr))
+        let lines = told.withLock { $0 }
+        XCTAssertEqual(lines.count, 1)
+        XCTAssertTrue(lines.first?.contains("RegressionLine.h") == true && lines.first?.contains("Micro QR is off from now on") == true, "\(lines)")
+        _ = decoder.decode(width: width, height: height, luma: luma)
+        XCTAssertEqual(decoder.assertions, 1, "Micro QR is no longer asked for")
+        // Still reads QR codes after it.
+        let after = ZintCodes.frame(try ZintCodes.render(.qr, "AFTER", scale: 2))
+        XCTAssertEqual(decode(after, with: decoder).map { String(decoding: $0.data, as: UTF8.self) }, ["AFTER"])
+    }
+
     func testEveryFormatIsReadThroughTheSeam() throws {
         let cases: [(Symbology, String, String)] = [
             (.qr, "QR via zint", "QR via zint"),
