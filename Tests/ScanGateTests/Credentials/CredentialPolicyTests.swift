@@ -77,7 +77,7 @@ final class CredentialPolicyTests: XCTestCase {
     func testEveryReasonHasItsText() {
         XCTAssertEqual(RefusalReason.allCases.map(\.rawValue), [
             "bad-signature", "unknown-key", "algorithm-not-allowed", "expired", "not-yet-valid", "wrong-audience",
-            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "policy-stale", "malformed", "clock not synchronised", "replay store failed",
+            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "outside-schedule", "policy-stale", "passback", "malformed", "clock not synchronised", "replay store failed",
         ])
     }
 
@@ -293,5 +293,8 @@ final class CredentialPolicyTests: XCTestCase {
         XCTAssertEqual(parsed["exp"]?.numberValue?.int64, 1_800_000_000)
         let withID = CredentialJSON.object(CredentialInfo(format: "jwt", number: "1", keyID: "k", tokenID: "abc", expiresAt: 5))
         XCTAssertEqual(try JSONValue.parse(withID)["jti"]?.stringValue, "abc")
+        XCTAssertFalse(withID.contains("passback"), "passback appears only when set")
+        let passback = CredentialJSON.object(CredentialInfo(format: "jwt", number: "1", keyID: "k", tokenID: nil, expiresAt: 5, passback: true))
+        XCTAssertEqual(passback, "{\"format\":\"jwt\",\"number\":\"1\",\"kid\":\"k\",\"jti\":null,\"exp\":5,\"passback\":true}")
     }
 }
