@@ -24,10 +24,10 @@ final class AntipassbackRunTests: XCTestCase {
 
     var now: Int64 { Int64(Glibc.time(nil)) }
 
-    func writePolicy(ver: Int, role: String, mode: String, timeout: Int64 = 0) throws {
+    func writePolicy(ver: Int, role: String, mode: String, timeout: Int64 = 0, deny: String = "[]") throws {
         let now = self.now
         let doc = "{\"ver\":\(ver),\"iat\":\(now - 600 + Int64(ver)),\"exp\":\(now + 3600),\"tz\":\"UTC\",\"door\":{\"id\":\"lobby\",\"role\":\"\(role)\"},"
-            + "\"antipassback\":{\"mode\":\"\(mode)\",\"timeout_s\":\(timeout)}}"
+            + "\"antipassback\":{\"mode\":\"\(mode)\",\"timeout_s\":\(timeout)},\"deny\":\(deny)}"
         let result = try PythonPeers.run("policy_peer.py", ["policy", dir, dir + "/policy-\(ver).jwt", "--doc", doc])
         XCTAssertEqual(result.status, 0, result.stdout)
     }
@@ -119,6 +119,26 @@ final class AntipassbackRunTests: XCTestCase {
         // Having exited, it enters again.
         try writePolicy(ver: 3, role: "in", mode: "hard")
         XCTAssertEqual(try run(scene, ver: 3).verdicts, ["accepted"])
+    }
+
+    /// Only a read finally accepted records its use: one refused for another reason (here the deny list)
+    /// leaves no entry behind, and a passback refused leaves the first entry's time as it was.
+    func testARefusedReadRecordsNothing() throws {
+        let scene = try scenario([try pass("9001")])
+        try writePolicy(ver: 1, role: "in", mode: "hard", deny: "[\"9001\"]")
+        XCTAssertEqual(try run(scene, ver: 1).verdicts, ["revoked"])
+        try writePolicy(ver: 2, role: "in", mode: "hard")
+        let first = try run(scene, ver: 2)
+        XCTAssertEqual(first.verdicts, ["accepted"], first.log)
+        let store = try PassbackStore(path: dir + "/policy-state.passback", timeoutSeconds: 0, now: now)
+        let entered = try XCTUnwrap(store.lastUse(Array("9001".utf8)))
+        XCTAssertEqual(store.fileRecords, 1)
+        store.close()
+        waitForTime(entered.at + 1)
+        XCTAssertEqual(try run(scene, ver: 2).verdicts, ["passback"])
+        let after = try PassbackStore(path: dir + "/policy-state.passback", timeoutSeconds: 0, now: now)
+        XCTAssertEqual(after.lastUse(Array("9001".utf8)), entered, "the refused read changed the recorded use")
+        XCTAssertEqual(after.fileRecords, 1)
     }
 
     func testADoorOfRoleBothDoesNotCheckAndSaysSoOnce() throws {
