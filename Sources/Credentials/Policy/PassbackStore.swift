@@ -29,7 +29,7 @@ public struct PassbackStoreError: Error, CustomStringConvertible, Sendable {
 /// Bounded: at most `maxNumbers` numbers are held. Uses older than the timeout no longer matter and are
 /// dropped when the file is rewritten (when dropped and overwritten records outnumber the held ones, or
 /// the file nears `maxFileBytes`). When more numbers than the bound are used within the timeout, the
-/// oldest uses are dropped (a tenth of the bound at once) and a warning says so.
+/// oldest uses are dropped (a tenth of the bound at once).
 ///
 /// Numbers are compared byte for byte. Not shared between processes: the daemon's credential policy owns
 /// it (one at a time; a reload opens it again after the old run stopped).
