@@ -31,8 +31,10 @@ public struct PassbackStoreError: Error, CustomStringConvertible, Sendable {
 /// the file nears `maxFileBytes`). When more numbers than the bound are used within the timeout, the
 /// oldest uses are dropped (a tenth of the bound at once).
 ///
-/// Numbers are compared byte for byte. Not shared between processes: the daemon's credential policy owns
-/// it (one at a time; a reload opens it again after the old run stopped).
+/// Numbers are compared byte for byte. The daemon's credential policy owns it; a reload opens it again
+/// after the old run stopped. Each look-up and record first follows what another instance of the file
+/// did (records appended, the file rewritten), so two instances never lose each other's uses; two
+/// processes writing at the same moment are not supported (there is no lock).
 public final class PassbackStore: Sendable {
     /// Which way an accepted read moved its holder.
     public enum Direction: UInt8, Sendable {
@@ -89,6 +91,11 @@ public final class PassbackStore: Sendable {
         self.timeoutSeconds = timeoutSeconds
         let bound = max(1, maxNumbers)
         self.maxNumbers = bound
+        self.state = PosixMutex(try Self.load(path, timeout: timeoutSeconds, now: now, bound: bound))
+    }
+
+    /// Opens and reads the file: the uses it holds, a torn tail cut off, damage skipped and the file rewritten.
+    static func load(_ path: String, timeout: Int64, now: Int64, bound: Int) throws(PassbackStoreError) -> State {
         let log: RecordLog
         do throws(RecordLog.OpenError) {
             log = try RecordLog.open(path, mode: 0o600, create: true, maxBytes: Self.maxFileBytes)
@@ -115,7 +122,7 @@ public final class PassbackStore: Sendable {
             uses[number] = use
         }
         var state = State(log: log, uses: uses, records: scan.records.count, broken: nil)
-        let drop = Self.dropOld(&state.uses, timeout: timeoutSeconds, now: now, keep: bound)
+        let drop = Self.dropOld(&state.uses, timeout: timeout, now: now, keep: bound)
         if !scan.damaged.isEmpty || drop > 0 || Self.shouldCompact(state) {
             // Damage in the middle (or a bound to apply): rewrite the file with what was read.
             if let problem = Self.compact(&state) { throw PassbackStoreError(path: path, message: problem) }
@@ -127,7 +134,50 @@ public final class PassbackStore: Sendable {
         } else {
             log.accept(upTo: scan.validEnd)
         }
-        self.state = PosixMutex(state)
+        return state
+    }
+
+    /// Follows the file when another instance changed it since this one last looked (a reload that
+    /// opened the store again and then failed, leaving this one in use): records appended are read,
+    /// a file rewritten or removed is loaded again. Returns the problem when that fails.
+    private func catchUp(_ s: inout State, now: Int64) -> String? {
+        guard let log = s.log else { return "closed" }
+        var onDisk = stat()
+        let size: Int
+        switch log.currentSize() {
+        case .success(let n): size = n
+        case .failure(let e): return "\(e)"
+        }
+        if stat(path, &onDisk) != 0 || UInt64(onDisk.st_dev) != log.device || UInt64(onDisk.st_ino) != log.inode || size < log.size {
+            do throws(PassbackStoreError) {
+                s = try Self.load(path, timeout: timeoutSeconds, now: now, bound: maxNumbers)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        guard size > log.size else { return nil }
+        let bytes: [UInt8]
+        switch log.read(from: log.size) {
+        case .success(let b): bytes = b
+        case .failure(let e): return "\(e)"
+        }
+        let scan = bytes.withUnsafeBytes { RecordScanner.scan($0, framing: Framing()) }
+        for range in scan.records {
+            guard let (number, use) = Self.parse(bytes[range]) else { continue }
+            s.uses[number] = use
+        }
+        s.records += scan.records.count
+        if scan.firstProblem != nil {
+            do throws(PassbackStoreError) {
+                s = try Self.load(path, timeout: timeoutSeconds, now: now, bound: maxNumbers)
+            } catch {
+                return error.message
+            }
+        } else {
+            log.accept(upTo: log.size + scan.validEnd)
+        }
+        return nil
     }
 
     /// Numbers held.
@@ -142,8 +192,13 @@ public final class PassbackStore: Sendable {
 
     /// The last use of `number` when it still counts at `now`: younger than the timeout (or any age with
     /// timeout 0). A use in the future (the clock went back) counts.
+    /// Reads first what another instance changed in the file (see `catchUp`).
     public func recentUse(_ number: [UInt8], now: Int64) -> Use? {
-        guard let use = lastUse(number) else { return nil }
+        let last = state.withLock { s -> Use? in
+            if s.broken == nil, s.log != nil, let problem = catchUp(&s, now: now) { s.broken = problem }
+            return s.uses[number]
+        }
+        guard let use = last else { return nil }
         if timeoutSeconds == 0 { return use }
         let (age, overflow) = now.subtractingReportingOverflow(use.at)
         return !overflow && age >= timeoutSeconds ? nil : use
@@ -157,6 +212,10 @@ public final class PassbackStore: Sendable {
         return state.withLock { s -> Result<Void, PassbackStoreError> in
             if let broken = s.broken { return .failure(PassbackStoreError(path: path, message: broken)) }
             guard s.log != nil else { return .failure(PassbackStoreError(path: path, message: "closed")) }
+            if let problem = catchUp(&s, now: now) {
+                s.broken = problem
+                return .failure(PassbackStoreError(path: path, message: problem))
+            }
             let record = Self.record(number, Use(direction: direction, at: now))
             if s.uses[number] == nil && s.uses.count >= maxNumbers {
                 _ = Self.dropOld(&s.uses, timeout: timeoutSeconds, now: now, keep: maxNumbers - 1)

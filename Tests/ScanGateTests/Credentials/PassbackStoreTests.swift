@@ -138,6 +138,25 @@ final class PassbackStoreTests: XCTestCase {
         XCTAssertLessThan(timed.fileRecords, 1100, "rewritten once dead records outnumber the held ones")
     }
 
+    /// A reload opens the store again while the old instance is still open; if the reload then fails, the
+    /// old one goes on: each sees what the other appended, and a rewrite by the other.
+    func testTwoInstancesOfOneFileFollowEachOther() throws {
+        let old = try PassbackStore(path: path, timeoutSeconds: 0, now: now)
+        XCTAssertNoThrow(try old.record(n("a"), .entry, at: now).get())
+        XCTAssertNoThrow(try old.record(n("b"), .entry, at: now + 1).get())
+        // A bound of 1: `new` keeps the newest use only and rewrites the file (a new inode).
+        let new = try PassbackStore(path: path, timeoutSeconds: 0, now: now, maxNumbers: 1)
+        XCTAssertEqual(new.count, 1)
+        XCTAssertEqual(new.recentUse(n("b"), now: now), .init(direction: .entry, at: now + 1))
+        XCTAssertNil(old.recentUse(n("a"), now: now + 1), "the old instance loads the rewritten file again")
+        XCTAssertNoThrow(try new.record(n("c"), .exit, at: now + 2).get())
+        XCTAssertEqual(old.recentUse(n("c"), now: now + 2), .init(direction: .exit, at: now + 2), "appended by the other")
+        XCTAssertNoThrow(try old.record(n("d"), .entry, at: now + 3).get())
+        let third = try PassbackStore(path: path, timeoutSeconds: 0, now: now)
+        XCTAssertEqual(third.lastUse(n("c")), .init(direction: .exit, at: now + 2))
+        XCTAssertEqual(third.lastUse(n("d")), .init(direction: .entry, at: now + 3), "appended to the file the name leads to")
+    }
+
     func testAFileOfAnotherKindIsRefusedWithItsPath() throws {
         XCTAssertEqual(symlink(dir + "/elsewhere", path), 0)
         XCTAssertThrowsError(try PassbackStore(path: path, timeoutSeconds: 0, now: now)) { error in
