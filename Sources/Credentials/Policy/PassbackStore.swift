@@ -61,6 +61,8 @@ public final class PassbackStore: Sendable {
     public let timeoutSeconds: Int64
     public let maxNumbers: Int
     private let state: PosixMutex<State>
+    /// A test fault (SCANGATE_FAULT=park-at:passback-...): nil in service.
+    private let parking: FaultParking?
 
     static let magic: [UInt8] = Array("SGP1".utf8)
     /// Magic, direction, time, length: the bytes before the number.
@@ -86,8 +88,10 @@ public final class PassbackStore: Sendable {
 
     /// Opens (creating it with mode 0600 if needed) and loads the store; a torn tail is cut off, damage
     /// skipped and the file rewritten. Uses older than `timeoutSeconds` at `now` are not loaded.
-    public init(path: String, timeoutSeconds: Int64, now: Int64, maxNumbers: Int = PassbackStore.defaultMaxNumbers) throws(PassbackStoreError) {
+    public init(path: String, timeoutSeconds: Int64, now: Int64, maxNumbers: Int = PassbackStore.defaultMaxNumbers,
+                parking: FaultParking? = FaultParking.fromEnvironment()) throws(PassbackStoreError) {
         self.path = path
+        self.parking = parking
         self.timeoutSeconds = timeoutSeconds
         let bound = max(1, maxNumbers)
         self.maxNumbers = bound
@@ -225,7 +229,7 @@ public final class PassbackStore: Sendable {
                 if let problem = Self.compact(&s) { return .failure(PassbackStoreError(path: path, message: problem)) }
             }
             guard let log = s.log else { return .failure(PassbackStoreError(path: path, message: "closed")) }
-            switch log.append(record) {
+            switch log.append(record, afterWrite: { parking?.reach("passback-record-written") }) {
             case .success:
                 break
             case .failure(.full(let limit)):
@@ -242,6 +246,7 @@ public final class PassbackStore: Sendable {
             }
             s.uses[number] = Use(direction: direction, at: now)
             s.records += 1
+            parking?.reach("passback-record-synced")
             return .success(())
         }
     }

@@ -141,6 +141,24 @@ final class AntipassbackRunTests: XCTestCase {
         XCTAssertEqual(after.fileRecords, 1)
     }
 
+    /// The use is on disk before the read is reported: a daemon killed (-9) at the record written and at
+    /// the record synced has printed no line for it, and the restart refuses the pass as a passback.
+    func testAKillAfterTheRecordNeitherReportsTheReadNorForgetsIt() throws {
+        try writePolicy(ver: 1, role: "in", mode: "hard")
+        for (i, step) in ["passback-record-written", "passback-record-synced"].enumerated() {
+            let scene = try scenario([try pass("950\(i)")])
+            let daemon = try RunningScangate(["run", "--camera", "sim:" + scene, "--fast", "--credential-format", "any",
+                                              "--credential-keys", dir + "/site.jwks", "--policy-file", dir + "/policy-1.jwt",
+                                              "--policy-state-file", dir + "/policy-state", "--credential-require-synced-clock=no"],
+                                             in: dir, environment: ["SCANGATE_FAULT": "park-at:\(step)"])
+            XCTAssertTrue(daemon.waitUntilParked(at: step, seconds: 120), daemon.stderrText)
+            daemon.kill9()
+            XCTAssertEqual(daemon.stdoutLines, [], "a line printed before the use was on disk")
+            let again = try run(scene, ver: 1)
+            XCTAssertEqual(again.verdicts, ["passback"], again.log)
+        }
+    }
+
     func testADoorOfRoleBothDoesNotCheckAndSaysSoOnce() throws {
         try writePolicy(ver: 1, role: "both", mode: "hard")
         let scene = try scenario([try pass("8001")])
