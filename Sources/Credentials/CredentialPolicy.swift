@@ -194,8 +194,10 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         return out
     }
 
-    /// The whole check for one payload: the clock, the pass, then one-time use. Logs the outcome (the
-    /// clock refusal only when the clock's state changes).
+    /// The whole check for one payload: the clock, the pass, its status, the site policy, anti-passback's
+    /// look-up, one-time use, then anti-passback's record (only for a read accepted so far; under hard a
+    /// record that fails refuses the read, though a one-time pass is consumed by then). Logs the outcome
+    /// (the clock refusal only when the clock's state changes).
     public func evaluate(_ payload: [UInt8]) -> Result<VerifiedPass, Refusal> {
         if settings.requireSyncedClock {
             let status = clock()
@@ -239,8 +241,9 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         var soft: PassbackStore.Use?
         if case .success(let pass) = result, let passback, let use = passback.passback(Array(pass.number.utf8), now: time) {
             if passback.mode == .hard {
+                let (age, overflow) = time.subtractingReportingOverflow(use.at)
                 result = .failure(Refusal(.passback, "number \(Logger.escape(pass.number)) \(use.direction.verb) at \(CredentialVerifier.time(Double(use.at)))"
-                                          + " (\(time - use.at) s ago) and has not " + (use.direction == .entry ? "exited" : "entered") + " since"
+                                          + (overflow ? "" : " (\(age) s ago)") + " and has not " + (use.direction == .entry ? "exited" : "entered") + " since"
                                           + (passback.store.timeoutSeconds == 0 ? "" : " (timeout \(passback.store.timeoutSeconds) s)")))
             } else {
                 soft = use
