@@ -15,7 +15,8 @@ import Platform
 ///   `scangate: fault: parked at STEP (#N)` to stderr and blocks there for ever, so a test kills it at
 ///   that step, not at a moment picked by a clock (Platform/FaultParking.swift). Steps: the one-time
 ///   store's `replay-record-written` (before fdatasync), `replay-record-synced` (on disk, not yet
-///   reported), `replay-compaction-written` (temp file synced, not renamed), `replay-compaction-renamed`.
+///   reported), `replay-compaction-written` (temp file synced, not renamed), `replay-compaction-renamed`;
+///   the anti-passback store's `passback-record-written` and `passback-record-synced`.
 enum FaultInjection {
     static let variable = "SCANGATE_FAULT"
 

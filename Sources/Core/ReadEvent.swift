@@ -82,13 +82,17 @@ public struct CredentialInfo: Equatable, Sendable {
     public var tokenID: String?
     /// `exp`, seconds since the epoch.
     public var expiresAt: Int64
+    /// Anti-passback soft: the read was accepted although the pass's last use on this kiosk was in the
+    /// same direction within the timeout (it entered and did not exit, or exited twice).
+    public var passback: Bool
 
-    public init(format: String, number: String, keyID: String, tokenID: String?, expiresAt: Int64) {
+    public init(format: String, number: String, keyID: String, tokenID: String?, expiresAt: Int64, passback: Bool = false) {
         self.format = format
         self.number = number
         self.keyID = keyID
         self.tokenID = tokenID
         self.expiresAt = expiresAt
+        self.passback = passback
     }
 }
 

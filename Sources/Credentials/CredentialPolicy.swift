@@ -13,6 +13,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     public let settings: CredentialSettings
     private let state: PosixMutex<State>
     private let store: ReplayStore?
+    /// Anti-passback at this door (the site policy's mode and door role), with its store; nil: off.
+    public let passback: PassbackRule?
     /// credential-status-list, loaded at start (nil: status claims are not checked).
     public let statusLists: StatusListSet?
     /// policy-file, loaded at start (nil: no site policy is applied).
@@ -31,12 +33,13 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     /// - Parameters:
     ///   - store: required when settings.oneTime (open it with `ReplayStore(path:)`).
     ///   - statusLists: the Token Status Lists a pass's status claim is checked against (nil: not checked).
+    ///   - passback: anti-passback, with its store (open it with `PassbackStore(path:...)`); nil: off.
     ///   - stale: policy-stale, for a list past its exp or not held.
     ///   - clock: consulted at each read when settings.requireSyncedClock.
     ///   - now: wall-clock seconds since the epoch.
     public init(settings: CredentialSettings, keys: CredentialKeySet, store: ReplayStore?,
-                statusLists: StatusListSet? = nil, sitePolicy: SitePolicyInForce? = nil, stale: PolicyStale = .deny,
-                clock: @escaping ClockSyncCheck = ClockSync.kernel(),
+                statusLists: StatusListSet? = nil, sitePolicy: SitePolicyInForce? = nil, passback: PassbackRule? = nil,
+                stale: PolicyStale = .deny, clock: @escaping ClockSyncCheck = ClockSync.kernel(),
                 now: @escaping @Sendable () -> Int64 = { WallClock.nowNanoseconds() / 1_000_000_000 },
                 logger: Logger) {
         self.settings = settings
@@ -44,6 +47,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         self.store = store
         self.statusLists = statusLists
         self.sitePolicy = sitePolicy
+        self.passback = passback
         self.stale = stale
         self.clock = clock
         self.now = now
@@ -51,7 +55,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     }
 
     /// What `scangate run` does at start: validates the settings, loads credential-keys and the status
-    /// lists (recording their iat in policy-state-file) and, for one-time use, opens the replay store.
+    /// lists (recording their iat in policy-state-file) and, for one-time use, opens the replay store; when
+    /// the site policy asks for anti-passback at a door of role in or out, opens STATE.passback.
     /// Each error names the option or file.
     public static func make(settings: CredentialSettings, policy: PolicySettings = PolicySettings(), logger: Logger,
                             clock: @escaping ClockSyncCheck = ClockSync.kernel()) throws(UsageError) -> CredentialPolicy {
@@ -92,7 +97,26 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 throw UsageError(error.description)
             }
         }
-        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, statusLists: statusLists, sitePolicy: sitePolicy, stale: policy.stale,
+        var passback: PassbackRule?
+        if let site = sitePolicy?.policy {
+            let wanted = PassbackRule.wanted(site)
+            if let off = wanted.off { logger.notice("credentials: \(off)") }
+            if let direction = wanted.direction {
+                let path = PassbackStore.path(stateFile: policy.stateFile)
+                do throws(PassbackStoreError) {
+                    let opened = try PassbackStore(path: path, timeoutSeconds: site.antipassback.timeoutSeconds,
+                                                   now: WallClock.nowNanoseconds() / 1_000_000_000)
+                    passback = PassbackRule(mode: site.antipassback.mode, direction: direction, store: opened)
+                } catch {
+                    throw UsageError(error.description)
+                }
+                let timeout = site.antipassback.timeoutSeconds
+                logger.info("credentials: anti-passback \(site.antipassback.mode.rawValue) at door role \(site.door.role.rawValue), "
+                            + (timeout == 0 ? "no timeout" : "timeout \(timeout) s") + "; \(path) holds \(passback?.store.count ?? 0) numbers")
+            }
+        }
+        let policy = CredentialPolicy(settings: settings, keys: keys, store: store, statusLists: statusLists, sitePolicy: sitePolicy,
+                                      passback: passback, stale: policy.stale,
                                       clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
         logger.info("credentials: \(settings.summary); \(keys.summary)")
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
@@ -181,8 +205,10 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         return out
     }
 
-    /// The whole check for one payload: the clock, the pass, then one-time use. Logs the outcome (the
-    /// clock refusal only when the clock's state changes).
+    /// The whole check for one payload: the clock, the pass, its status, the site policy, anti-passback's
+    /// look-up, one-time use, then anti-passback's record (only for a read accepted so far; under hard a
+    /// record that fails refuses the read, though a one-time pass is consumed by then). Logs the outcome
+    /// (the clock refusal only when the clock's state changes).
     public func evaluate(_ payload: [UInt8]) -> Result<VerifiedPass, Refusal> {
         if settings.requireSyncedClock {
             let status = clock()
@@ -221,8 +247,38 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 result = .failure(refusal)
             }
         }
+        // Anti-passback's look-up before one-time use (a passback refused is not consumed); its record
+        // after, once the read is accepted.
+        var soft: PassbackStore.Use?
+        if case .success(let pass) = result, let passback, let use = passback.passback(Array(pass.number.utf8), now: time) {
+            if passback.mode == .hard {
+                let (age, overflow) = time.subtractingReportingOverflow(use.at)
+                result = .failure(Refusal(.passback, "number \(Logger.escape(pass.number)) \(use.direction.verb) at \(CredentialVerifier.time(Double(use.at)))"
+                                          + (overflow ? "" : " (\(age) s ago)") + " and has not " + (use.direction == .entry ? "exited" : "entered") + " since"
+                                          + (passback.store.timeoutSeconds == 0 ? "" : " (timeout \(passback.store.timeoutSeconds) s)")))
+            } else {
+                soft = use
+            }
+        }
         if case .success(let pass) = result, settings.oneTime {
             result = consume(pass, now: time)
+        }
+        if case .success(var pass) = result, let passback {
+            switch passback.store.record(Array(pass.number.utf8), passback.direction, at: time) {
+            case .success:
+                break
+            case .failure(let error):
+                if passback.mode == .hard {
+                    result = .failure(Refusal(.replayStoreFailed, "\(error); the pass is refused (anti-passback hard fails closed)"))
+                } else {
+                    logger.error("credentials: \(error); the pass is accepted (anti-passback soft) without its use recorded")
+                }
+            }
+            if let soft, case .success = result {
+                pass.passback = true
+                result = .success(pass)
+                logger.notice("credentials: passback (soft): number \(Logger.escape(pass.number)) \(soft.direction.verb) at \(CredentialVerifier.time(Double(soft.at)))")
+            }
         }
         switch result {
         case .success(let pass):
@@ -271,14 +327,17 @@ public enum TokenFingerprint {
 
 /// The `"credential":{...}` member of the JSON event line.
 public enum CredentialJSON {
-    /// `{"format":"jwt","number":"12345","kid":"site-2025","jti":"a1b2"|null,"exp":1764590000}`.
+    /// `{"format":"jwt","number":"12345","kid":"site-2025","jti":"a1b2"|null,"exp":1764590000}`, and
+    /// `"passback":true` only when anti-passback (soft) reported the read.
     public static func object(_ info: CredentialInfo) -> String {
-        JSONText.object([
+        var members = [
             ("format", JSONText.string(info.format)),
             ("number", JSONText.string(info.number)),
             ("kid", JSONText.string(info.keyID)),
             ("jti", info.tokenID.map { JSONText.string($0) } ?? "null"),
             ("exp", String(info.expiresAt)),
-        ])
+        ]
+        if info.passback { members.append(("passback", "true")) }
+        return JSONText.object(members)
     }
 }

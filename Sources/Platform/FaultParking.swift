@@ -12,11 +12,12 @@ import Synchronization
 /// Steps: `replay-record-written` (a one-time pass's record written, not yet fdatasync'd),
 /// `replay-record-synced` (on disk, the pass not yet reported as accepted), `replay-compaction-written`
 /// (the compacted temp file written and fsync'd, not yet renamed over the store), `replay-compaction-renamed`
-/// (renamed, the store not yet reopened).
+/// (renamed, the store not yet reopened); `passback-record-written` (an anti-passback use written, not yet
+/// fdatasync'd), `passback-record-synced` (on disk, the read not yet reported as accepted).
 public final class FaultParking: Sendable {
     public static let variable = "SCANGATE_FAULT"
     public static let steps = ["replay-record-written", "replay-record-synced", "replay-compaction-written",
-                               "replay-compaction-renamed"]
+                               "replay-compaction-renamed", "passback-record-written", "passback-record-synced"]
 
     public let step: String
     public let count: Int

@@ -13,7 +13,8 @@ public enum EventLine {
     /// `"aamva":{"issuer":"636014","version":10,"type":"DL","number":"D1234567","expiry":"2030-08-31",
     /// "jurisdiction":"CA","country":"USA"}` (the fields it has; never the name, birth date or address).
     /// A code a policy rejected adds `"rejected":"reason"`; door outputs that refused it add
-    /// `"refused":{"output":"reason",...}`; a verified pass adds `"credential":{number, kid, jti, exp}`.
+    /// `"refused":{"output":"reason",...}`; a verified pass adds `"credential":{number, kid, jti, exp}`
+    /// (and `"passback":true` when anti-passback, soft, let a passback through).
     public static func json(_ event: ReadEvent) -> String {
         var fields: [(String, String)] = [
             ("seq", String(event.seq)),
@@ -60,6 +61,8 @@ public enum EventLine {
         ]
         if let jti = c.tokenID { fields.append(("jti", JSONText.string(jti))) }
         fields.append(("exp", String(c.expiresAt)))
+        // Anti-passback soft: an accepted read whose last use here was in the same direction.
+        if c.passback { fields.append(("passback", "true")) }
         return JSONText.object(fields)
     }
 

@@ -21,6 +21,8 @@ public struct VerifiedPass: Equatable, Sendable {
     public var status: StatusReference? = nil
     /// grp: the pass's group in the site policy (policy-file); nil: the group `default`.
     public var group: String? = nil
+    /// Set by the credential policy when anti-passback is soft and this read is a passback (accepted, reported).
+    public var passback = false
 
     /// exp in whole seconds (a fraction rounds down).
     public var expiresAtSeconds: Int64 {
@@ -29,7 +31,7 @@ public struct VerifiedPass: Equatable, Sendable {
     }
 
     public var info: CredentialInfo {
-        CredentialInfo(format: format.rawValue, number: number, keyID: keyID, tokenID: tokenID, expiresAt: expiresAtSeconds)
+        CredentialInfo(format: format.rawValue, number: number, keyID: keyID, tokenID: tokenID, expiresAt: expiresAtSeconds, passback: passback)
     }
 }
 

@@ -32,12 +32,17 @@ public enum RefusalReason: String, CaseIterable, Sendable {
     /// or that this kiosk does not hold (missing, refused, rolled back; policy-stale = deny or allow-known).
     /// policy-file: the site policy in force is past its exp (deny), or none is held (deny, allow-known).
     case policyStale = "policy-stale"
+    /// policy-file, antipassback mode hard: the pass's last accepted use on this kiosk was in this door's
+    /// direction (role in: it entered and has not exited; role out: it exited and has not entered) less
+    /// than timeout_s ago (timeout_s 0: at any time). Doors of role both do not check.
+    case passback
     /// Not a pass of an enabled format, or one that breaks its format's rules (syntax, sizes, duplicate
     /// members, `crit`, a missing or mistyped claim, no jti while credential-one-time is on).
     case malformed
     /// credential-require-synced-clock: the kernel does not report the clock synchronised.
     case clockNotSynchronised = "clock not synchronised"
     /// credential-one-time: the replay store could not record the pass, so it is refused (fail closed).
+    /// Anti-passback hard: the anti-passback store (STATE.passback) could not record the use (fail closed).
     /// Not in the list of reasons: a kiosk-side fault must not read as a fault of the pass.
     case replayStoreFailed = "replay store failed"
 }

@@ -77,7 +77,7 @@ final class CredentialPolicyTests: XCTestCase {
     func testEveryReasonHasItsText() {
         XCTAssertEqual(RefusalReason.allCases.map(\.rawValue), [
             "bad-signature", "unknown-key", "algorithm-not-allowed", "expired", "not-yet-valid", "wrong-audience",
-            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "policy-stale", "malformed", "clock not synchronised", "replay store failed",
+            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "outside-schedule", "policy-stale", "passback", "malformed", "clock not synchronised", "replay store failed",
         ])
     }
 
@@ -164,6 +164,46 @@ final class CredentialPolicyTests: XCTestCase {
         let errors = log.all.filter { $0.hasPrefix("<3>") }
         XCTAssertEqual(errors.count, 1, "\(log.all)")
         XCTAssertTrue(errors[0].contains(path) && errors[0].contains("fail closed"), errors[0])
+    }
+
+    /// Anti-passback in the policy: soft marks the second entry and logs a notice; a store that cannot
+    /// record fails closed under hard (refused, an error) and lets the read through under soft (an error).
+    func testPassbackSoftMarksTheReadAndAStoreFailureFailsClosedOnlyUnderHard() throws {
+        func withPassback(_ mode: SitePolicy.Antipassback.Mode, _ name: String) throws -> CredentialPolicy {
+            let store = try PassbackStore(path: dir + "/" + name, timeoutSeconds: 0, now: CredentialFixtures.now)
+            return CredentialPolicy(settings: CredentialFixtures.settings(), keys: keys, store: nil,
+                                    passback: PassbackRule(mode: mode, direction: .entry, store: store), clock: ClockSync.fixed(true), logger: log.logger)
+        }
+        let soft = try withPassback(.soft, "soft")
+        let token = try pass(oneTime: false)
+        XCTAssertEqual(judged(soft, token).credential?.passback, false)
+        let second = judged(soft, token)
+        XCTAssertEqual(second.verdict, .accepted)
+        XCTAssertEqual(second.credential?.passback, true)
+        XCTAssertTrue(log.all.contains { $0.hasPrefix("<5>") && $0.contains("credentials: passback (soft): number 12345678 entered at ") }, "\(log.all)")
+        let hard = try withPassback(.hard, "hard")
+        XCTAssertEqual(judged(hard, token).verdict, .accepted)
+        XCTAssertEqual(judged(hard, token).verdict, .rejected(reason: "passback"))
+
+        // The store's next write fails for real: a file-size limit of 0 (EFBIG, as a full disk gives ENOSPC).
+        let failingHard = try withPassback(.hard, "failing-hard"), failingSoft = try withPassback(.soft, "failing-soft")
+        log.clear()
+        signal(SIGXFSZ, SIG_IGN)
+        var saved = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved)
+        var limit = saved
+        limit.rlim_cur = 0
+        setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit)
+        let refused = judged(failingHard, token)
+        let letThrough = judged(failingSoft, token)
+        setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &saved)
+        signal(SIGXFSZ, SIG_DFL)
+        XCTAssertEqual(refused.verdict, .rejected(reason: "replay store failed"))
+        XCTAssertEqual(letThrough.verdict, .accepted)
+        let errors = log.all.filter { $0.hasPrefix("<3>") }
+        XCTAssertEqual(errors.count, 2, "\(log.all)")
+        XCTAssertTrue(errors.contains { $0.contains(dir + "/failing-hard") && $0.contains("anti-passback hard fails closed") }, "\(errors)")
+        XCTAssertTrue(errors.contains { $0.contains(dir + "/failing-soft") && $0.contains("the pass is accepted (anti-passback soft)") }, "\(errors)")
     }
 
     func testLogsNeverCarryTheWholeToken() throws {
@@ -293,5 +333,8 @@ final class CredentialPolicyTests: XCTestCase {
         XCTAssertEqual(parsed["exp"]?.numberValue?.int64, 1_800_000_000)
         let withID = CredentialJSON.object(CredentialInfo(format: "jwt", number: "1", keyID: "k", tokenID: "abc", expiresAt: 5))
         XCTAssertEqual(try JSONValue.parse(withID)["jti"]?.stringValue, "abc")
+        XCTAssertFalse(withID.contains("passback"), "passback appears only when set")
+        let passback = CredentialJSON.object(CredentialInfo(format: "jwt", number: "1", keyID: "k", tokenID: nil, expiresAt: 5, passback: true))
+        XCTAssertEqual(passback, "{\"format\":\"jwt\",\"number\":\"1\",\"kid\":\"k\",\"jti\":null,\"exp\":5,\"passback\":true}")
     }
 }
