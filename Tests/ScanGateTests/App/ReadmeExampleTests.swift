@@ -82,7 +82,8 @@ final class ReadmeExampleTests: XCTestCase {
 
     func testTheRevocationConfigChecks() throws {
         let config = configLines(try readmeLines("Revocation, hours and anti-passback"))
-        XCTAssertEqual(config, ["[credential]", "credential-status-list = /etc/scangate/status-lists", "[policy]", "policy-stale = deny"])
+        XCTAssertEqual(config, ["[credential]", "credential-status-list = /etc/scangate/status-lists", "[policy]",
+                                "policy-file = /etc/scangate/site-policy.jwt", "policy-stale = deny"])
         let dir = try TestFiles.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try TestFiles.write(config.joined(separator: "\n") + "\n", to: dir + "/scangate.conf")
@@ -90,6 +91,7 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertTrue(check.stdoutText.contains("credential-status-list = /etc/scangate/status-lists"), check.stdoutText)
         XCTAssertTrue(check.stdoutText.contains("policy-stale = deny"), check.stdoutText)
+        XCTAssertTrue(check.stdoutText.contains("policy-file = /etc/scangate/site-policy.jwt"), check.stdoutText)
     }
 
     /// The signed-pass section as an installer runs it: keygen, issue, verify, and the config checked
