@@ -321,8 +321,9 @@ public struct ZoneRules: Sendable {
         var types: [LocalType] = []
         types.reserveCapacity(h.typecnt)
         for (i, raw) in rawTypes.enumerated() {
-            guard raw.utcOffset != Int32.min else {
-                throw fail("local time type \(i) has the UT offset -2^31, which RFC 8536 forbids")
+            // RFC 8536 §3.2: more than -25 and less than 26 hours (-2^31 is forbidden outright).
+            guard raw.utcOffset > -90_000 && raw.utcOffset < 93_600 else {
+                throw fail("local time type \(i) has the UT offset \(raw.utcOffset) s; RFC 8536 wants it more than -25 and less than 26 hours")
             }
             guard raw.isDST <= 1 else {
                 throw fail("local time type \(i) has the DST flag \(raw.isDST); it must be 0 or 1")

@@ -309,7 +309,11 @@ final class ZoneRulesTests: XCTestCase {
         XCTAssertTrue(message(bad.bytes).contains("DST flag 2"), message(bad.bytes))
         bad = file
         bad.types = [(Int32.min, 0, 0), (7200, 1, 4)]
-        XCTAssertTrue(message(bad.bytes).contains("-2^31"), message(bad.bytes))
+        XCTAssertTrue(message(bad.bytes).contains("UT offset -2147483648 s; RFC 8536 wants it more than -25 and less than 26 hours"), message(bad.bytes))
+        bad.types = [(3600, 0, 0), (93_600, 1, 4)]
+        XCTAssertTrue(message(bad.bytes).contains("local time type 1 has the UT offset 93600 s"), message(bad.bytes))
+        bad.types = [(-90_000, 0, 0), (7200, 1, 4)]
+        XCTAssertTrue(message(bad.bytes).contains("local time type 0 has the UT offset -90000 s"), message(bad.bytes))
         bad = file
         bad.footer = "CET-1CEST"
         XCTAssertTrue(message(bad.bytes).contains("bad footer TZ string \"CET-1CEST\": daylight time CEST has no rule"), message(bad.bytes))
