@@ -2,6 +2,7 @@ import Catalog
 import Components
 import Config
 import Core
+import Credentials
 import Debounce
 import Decoding
 import Feedback
@@ -35,6 +36,12 @@ final class Daemon: @unchecked Sendable {
     /// thread's: a reload replaces them).
     private let stopTimeoutMs = Atomic<Int>(3000)
     private let deadline = ShutdownDeadline()
+    /// The site's link over MQTT: site policy documents in, anti-passback uses out and in.
+    private let site = SiteLink()
+    /// The credential and policy settings in force, for a site policy document arriving on the MQTT
+    /// thread; held while the policies are built and while a document is recorded, as both write
+    /// policy-state-file.
+    private let policyInputs = PosixMutex<(credential: CredentialSettings, policy: PolicySettings)?>(nil)
 
     /// `logger`: where the log goes (stderr at the configured level unless given: in-process tests read it).
     init(configPath: String?, flags: [(OptionSpec, String)], settings: RunSettings, seams: DeviceSeams = DeviceSeams(),
@@ -126,7 +133,11 @@ final class Daemon: @unchecked Sendable {
         // The MQTT output reports the daemon's state and carries out its commands through these.
         let telemetryBox = TelemetryBox()
         let components = Catalog.components(seams, fleet: MQTTHooks(
-            state: { telemetryBox.mqttState() }, commands: DaemonCommands(daemon: self)))
+            state: { telemetryBox.mqttState() }, commands: DaemonCommands(daemon: self), site: site))
+        site.takePolicies { [weak self] bytes, _ in
+            self?.deliverSitePolicy(bytes) ?? .refused("the daemon is stopping")
+        }
+        defer { site.takePolicies(nil) }
         // Everything that can be refused is checked before any device is opened.
         var run: RunState
         do {
@@ -169,7 +180,27 @@ final class Daemon: @unchecked Sendable {
         try Catalog.check(settings, components: components)
         return RunState(source: try SourceFactory.make(settings.capture, logger: logger),
                         decoder: try StreamDecoder.make(settings: settings.decoder, logger: logger),
-                        policies: try Catalog.policies(settings, logger: logger), debouncer: debouncer)
+                        policies: try buildPolicies(settings), debouncer: debouncer)
+    }
+
+    /// The read policies for `settings`, built while no site policy document is being recorded.
+    private func buildPolicies(_ settings: RunSettings) throws -> [any ReadPolicy] {
+        try policyInputs.withLock { inputs throws -> [any ReadPolicy] in
+            let built = try Catalog.policies(settings, logger: logger, site: site)
+            inputs = (settings.credential, settings.policy)
+            return built
+        }
+    }
+
+    /// A site policy document from MQTT: verified and recorded with the settings in force; when it is
+    /// newer than the one held, the daemon reloads to use it.
+    private func deliverSitePolicy(_ bytes: [UInt8]) -> SiteLink.PolicyOutcome {
+        let outcome = policyInputs.withLock { inputs -> SiteLink.PolicyOutcome in
+            guard let inputs, inputs.credential.format != .off else { return .refused("signed passes are off (credential-format)") }
+            return CredentialPolicy.deliverSitePolicy(bytes, settings: inputs.credential, policy: inputs.policy)
+        }
+        if case .installed = outcome { requestReload(from: "site policy over MQTT") }
+        return outcome
     }
 
     /// Builds what lives as long as the run and the signal handlers over it; opens no device yet.
@@ -300,7 +331,7 @@ final class Daemon: @unchecked Sendable {
     private func reconfigure(_ run: inout RunState, _ wiring: Wiring, carry: (nextSeq: UInt64, debouncer: Debouncer)) throws {
         let new = try Configuration.resolve(configPath: configPath, flagAssignments: flags)
         try Catalog.check(new, components: wiring.components)
-        let policies = try Catalog.policies(new, logger: logger)
+        let policies = try buildPolicies(new)
         let decoder = try StreamDecoder.make(settings: new.decoder, logger: logger)
         let newSource = new.capture == settings.capture ? nil : try SourceFactory.make(new.capture, logger: logger)
         run.policies = policies

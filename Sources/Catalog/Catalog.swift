@@ -50,11 +50,13 @@ public enum Catalog {
 extension Catalog {
     /// The checks applied to every read before any output sees it: the payload filters, then signed
     /// passes (credential-format), which load their keys and open the replay store here.
-    public static func policies(_ settings: RunSettings, logger: Logger) throws -> [any ReadPolicy] {
+    /// - site: the site's link over MQTT (site policy documents, anti-passback uses); nil outside the daemon.
+    public static func policies(_ settings: RunSettings, logger: Logger, site: SiteLink? = nil) throws -> [any ReadPolicy] {
         var policies: [any ReadPolicy] = []
         if settings.filter.isActive { policies.append(try PayloadFilter(settings: settings.filter)) }
         if settings.credential.format != .off {
-            policies.append(try CredentialPolicy.make(settings: settings.credential, policy: settings.policy, logger: logger))
+            policies.append(try CredentialPolicy.make(settings: settings.credential, policy: settings.policy, logger: logger,
+                                                      site: site, mqttPolicy: settings.mqtt.enabled && settings.mqtt.policy))
         }
         return policies
     }
@@ -73,6 +75,9 @@ extension Catalog {
         if settings.filter.isActive { _ = try PayloadFilter(settings: settings.filter) }
         try settings.credential.validate()
         try settings.policy.validate()
+        if settings.mqtt.enabled && settings.mqtt.policy && settings.credential.format == .off {
+            throw UsageError("mqtt-policy: a site policy decides on signed passes; set credential-format (jwt, cwt or any) or turn mqtt-policy off")
+        }
         for c in components {
             if case .output(let factory) = c.role { try factory.validate(settings) }
         }

@@ -85,6 +85,9 @@ public struct CredentialInfo: Equatable, Sendable {
     /// Anti-passback soft: the read was accepted although the pass's last use on this kiosk was in the
     /// same direction within the timeout (it entered and did not exit, or exited twice).
     public var passback: Bool
+    /// Anti-passback is shared with the site's kiosks over MQTT, but the broker was not connected: the
+    /// read was decided on this kiosk's own view (its uses and those received before the link went down).
+    public var passbackOffline = false
 
     public init(format: String, number: String, keyID: String, tokenID: String?, expiresAt: Int64, passback: Bool = false) {
         self.format = format

@@ -1,3 +1,4 @@
+import Components
 import Core
 import Platform
 import Settings
@@ -20,6 +21,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     /// policy-file, loaded at start (nil: no site policy is applied).
     public let sitePolicy: SitePolicyInForce?
     private let stale: PolicyStale
+    /// The site's link over MQTT: this kiosk's uses go out through it (nil: not shared).
+    private let site: SiteLink?
     private let clock: ClockSyncCheck
     private let now: @Sendable () -> Int64
     private let logger: Logger
@@ -39,7 +42,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     ///   - now: wall-clock seconds since the epoch.
     public init(settings: CredentialSettings, keys: CredentialKeySet, store: ReplayStore?,
                 statusLists: StatusListSet? = nil, sitePolicy: SitePolicyInForce? = nil, passback: PassbackRule? = nil,
-                stale: PolicyStale = .deny, clock: @escaping ClockSyncCheck = ClockSync.kernel(),
+                stale: PolicyStale = .deny, site: SiteLink? = nil, clock: @escaping ClockSyncCheck = ClockSync.kernel(),
                 now: @escaping @Sendable () -> Int64 = { WallClock.nowNanoseconds() / 1_000_000_000 },
                 logger: Logger) {
         self.settings = settings
@@ -49,6 +52,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
         self.sitePolicy = sitePolicy
         self.passback = passback
         self.stale = stale
+        self.site = site
         self.clock = clock
         self.now = now
         self.logger = logger
@@ -58,7 +62,11 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
     /// lists (recording their iat in policy-state-file) and, for one-time use, opens the replay store; when
     /// the site policy asks for anti-passback at a door of role in or out, opens STATE.passback.
     /// Each error names the option or file.
+    ///   - site: the site's link over MQTT (anti-passback uses in and out); nil: none.
+    ///   - mqttPolicy: site policy documents arrive over MQTT (mqtt-policy): the one kept beside the state
+    ///     file is in force even without policy-file.
     public static func make(settings: CredentialSettings, policy: PolicySettings = PolicySettings(), logger: Logger,
+                            site link: SiteLink? = nil, mqttPolicy: Bool = false,
                             clock: @escaping ClockSyncCheck = ClockSync.kernel()) throws(UsageError) -> CredentialPolicy {
         try settings.validate()
         try policy.validate()
@@ -78,8 +86,8 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
             statusLists = loaded
         }
         var sitePolicy: SitePolicyInForce?
-        if let path = policy.file {
-            let loaded = try SitePolicyInForce.load(path: path, keys: try policyKeys(policy, credentialKeys: keys),
+        if policy.file != nil || mqttPolicy {
+            let loaded = try SitePolicyInForce.load(path: policy.file, keys: try policyKeys(policy, credentialKeys: keys),
                                                     algorithms: settings.algorithms, statePath: policy.stateFile)
             if let refused = loaded.refused { logger.error("site policy refused: \(Logger.escape(refused))") }
             if loaded.token == nil {
@@ -110,18 +118,66 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 } catch {
                     throw UsageError(error.description)
                 }
+                if let link, let store = passback?.store {
+                    link.takeUses { use in receive(use, into: store, logger: logger) }
+                }
                 let timeout = site.antipassback.timeoutSeconds
                 logger.info("credentials: anti-passback \(site.antipassback.mode.rawValue) at door role \(site.door.role.rawValue), "
                             + (timeout == 0 ? "no timeout" : "timeout \(timeout) s") + "; \(path) holds \(passback?.store.count ?? 0) numbers")
             }
         }
+        if passback == nil { link?.takeUses(nil) }
         let policy = CredentialPolicy(settings: settings, keys: keys, store: store, statusLists: statusLists, sitePolicy: sitePolicy,
-                                      passback: passback, stale: policy.stale,
+                                      passback: passback, stale: policy.stale, site: link,
                                       clock: settings.requireSyncedClock ? clock : ClockSync.fixed(true), logger: logger)
         logger.info("credentials: \(settings.summary); \(keys.summary)")
         for note in keys.ignored { logger.notice("credential-keys: \(note)") }
         if let store { logger.info("credentials: replay store \(store.path) holds \(store.entryCount) passes") }
         return policy
+    }
+
+    /// How far ahead of this kiosk's clock another kiosk's use may be stamped: beyond it, it is ignored
+    /// (a use in the future counts until its time comes, so one stamped far ahead would bar a pass).
+    public static let passbackFutureLeewaySeconds: Int64 = 300
+
+    /// Another kiosk's use, from the site over MQTT: recorded in this kiosk's store when it is newer than
+    /// the last use held for that number and still counts (younger than the timeout). Returns whether it
+    /// was recorded.
+    static func receive(_ use: SiteLink.PassbackUse, into store: PassbackStore,
+                        now: Int64 = WallClock.nowNanoseconds() / 1_000_000_000, logger: Logger) -> Bool {
+        guard use.at <= now + passbackFutureLeewaySeconds else {
+            logger.warning("credentials: anti-passback use from kiosk \(Logger.escape(use.kiosk)) is stamped \(use.at - now) s ahead of this clock; ignored",
+                           rateLimitKey: "passback-future")
+            return false
+        }
+        if store.timeoutSeconds > 0 && now - use.at >= store.timeoutSeconds { return false }
+        if let last = store.lastUse(use.number), last.at >= use.at { return false }
+        switch store.record(use.number, use.entry ? .entry : .exit, at: use.at) {
+        case .success: return true
+        case .failure(let error):
+            logger.error("credentials: \(error); another kiosk's use is not recorded", rateLimitKey: "passback-remote")
+            return false
+        }
+    }
+
+    /// A site policy document received over MQTT, checked with the keys these settings name (policy-keys,
+    /// else credential-keys) and recorded in their policy-state-file (see `SitePolicyInForce.deliver`).
+    public static func deliverSitePolicy(_ bytes: [UInt8], settings: CredentialSettings, policy: PolicySettings,
+                                         zoneDirectory: String = ZoneRules.defaultDirectory) -> SiteLink.PolicyOutcome {
+        let keys: CredentialKeySet
+        do throws(UsageError) {
+            let credentialKeys: CredentialKeySet
+            do throws(KeyFileError) {
+                credentialKeys = try CredentialKeySet.load(path: settings.keys ?? "")
+            } catch {
+                throw UsageError("credential-keys " + error.description)
+            }
+            keys = try policyKeys(policy, credentialKeys: credentialKeys)
+        } catch {
+            return .refused(error.message)
+        }
+        return SitePolicyInForce.deliver(bytes, keys: keys, algorithms: settings.algorithms, statePath: policy.stateFile,
+                                         zoneDirectory: zoneDirectory)
     }
 
     /// credential-status-list-keys when set (an error names it), else the credential keys.
@@ -274,6 +330,15 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                     logger.error("credentials: \(error); the pass is accepted (anti-passback soft) without its use recorded")
                 }
             }
+            if case .success = result, let site {
+                site.share(SiteLink.PassbackUse(door: sitePolicy?.policy?.door.id ?? "", number: Array(pass.number.utf8),
+                                                entry: passback.direction == .entry, at: time,
+                                                keepSeconds: passback.store.timeoutSeconds))
+                if site.view == .offline {
+                    pass.passbackOffline = true
+                    result = .success(pass)
+                }
+            }
             if let soft, case .success = result {
                 pass.passback = true
                 result = .success(pass)
@@ -328,7 +393,8 @@ public enum TokenFingerprint {
 /// The `"credential":{...}` member of the JSON event line.
 public enum CredentialJSON {
     /// `{"format":"jwt","number":"12345","kid":"site-2025","jti":"a1b2"|null,"exp":1764590000}`, and
-    /// `"passback":true` only when anti-passback (soft) reported the read.
+    /// `"passback":true` only when anti-passback (soft) reported the read, and `"passback_view":"offline"`
+    /// only when anti-passback is shared over MQTT and the broker was away (this kiosk's own view decided).
     public static func object(_ info: CredentialInfo) -> String {
         var members = [
             ("format", JSONText.string(info.format)),
@@ -338,6 +404,7 @@ public enum CredentialJSON {
             ("exp", String(info.expiresAt)),
         ]
         if info.passback { members.append(("passback", "true")) }
+        if info.passbackOffline { members.append(("passback_view", "\"offline\"")) }
         return JSONText.object(members)
     }
 }

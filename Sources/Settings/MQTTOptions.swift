@@ -28,6 +28,8 @@ extension OptionTable {
         text("mqtt-spool", "DIR", "/var/lib/scangate/mqtt-spool", "events the broker has not acknowledged are kept here (survives a restart and a power cut)", \.spool),
         number("mqtt-spool-max-mb", "64", MQTTSettings.spoolMaxMBRange, "when the spool holds this much, the oldest events go first (counted, logged)", \.spoolMaxMB),
         number("mqtt-spool-max-age-h", "168", MQTTSettings.spoolMaxAgeRange, "events spooled longer ago than this are dropped (counted, logged)", \.spoolMaxAgeHours),
+        flag("mqtt-policy", "take signed site policy documents from <prefix>/policy (and <site>/policy), verified as policy-file is; results on <prefix>/policy/result", \.policy),
+        text("mqtt-site-topic", "TOPIC", "", "the site's topics: <site>/policy and <site>/passback (anti-passback uses shared by the site's kiosks); unset: none", \.siteTopic),
         flag("mqtt-homeassistant", "publish Home Assistant discovery config: a tag scanner, sensors and a connectivity sensor per kiosk", \.homeAssistant),
     ]
 

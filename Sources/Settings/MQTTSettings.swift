@@ -42,6 +42,12 @@ public struct MQTTSettings: SettingsSection {
     public var spoolMaxAgeHours = 168
     /// `mqtt-homeassistant`: publish Home Assistant discovery config (a tag scanner, sensors, online).
     public var homeAssistant = false
+    /// `mqtt-policy`: take signed site policy documents from `<prefix>/policy` (and `<site>/policy` with
+    /// mqtt-site-topic), verified as policy-file is; the result goes to `<prefix>/policy/result`.
+    public var policy = false
+    /// `mqtt-site-topic`: the site's topics: `<site>/policy` (with mqtt-policy) and `<site>/passback`,
+    /// where the kiosks of a site share anti-passback uses. Empty: none.
+    public var siteTopic = ""
 
     public init() {}
 
@@ -66,6 +72,7 @@ public struct MQTTSettings: SettingsSection {
         if let port { try Self.check("mqtt-port", port, Self.portRange) }
         if !clientID.isEmpty { try Self.checkClientID(clientID, option: "mqtt-client-id") }
         if !topicPrefix.isEmpty { try Self.checkTopicPrefix(topicPrefix) }
+        if !siteTopic.isEmpty { try Self.checkTopicPrefix(siteTopic, option: "mqtt-site-topic") }
         if username.utf8.count > Self.maxUsernameBytes || username.utf8.contains(0) {
             throw UsageError("mqtt-username: at most \(Self.maxUsernameBytes) bytes, no NUL")
         }
@@ -143,20 +150,20 @@ public struct MQTTSettings: SettingsSection {
 
     /// A topic prefix: levels separated by '/', none empty, no wildcard ('+', '#'), no NUL or control
     /// character, not starting with '$' (broker topics), at most 160 bytes.
-    public static func checkTopicPrefix(_ prefix: String) throws(UsageError) {
+    public static func checkTopicPrefix(_ prefix: String, option: String = "mqtt-topic-prefix") throws(UsageError) {
         let bytes = Array(prefix.utf8)
         guard !bytes.isEmpty, bytes.count <= maxTopicPrefixBytes else {
-            throw UsageError("mqtt-topic-prefix: 1 to \(maxTopicPrefixBytes) bytes are allowed, not \(bytes.count)")
+            throw UsageError("\(option): 1 to \(maxTopicPrefixBytes) bytes are allowed, not \(bytes.count)")
         }
         if let bad = bytes.first(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "#") || $0 < 0x20 || $0 == 0x7F }) {
             let what = bad == UInt8(ascii: "+") || bad == UInt8(ascii: "#") ? "the wildcard '\(Character(Unicode.Scalar(bad)))'" : "a control character"
-            throw UsageError("mqtt-topic-prefix: '\(Logger.escape(prefix))' has \(what); a prefix names topics, so no '+', '#' or control characters")
+            throw UsageError("\(option): '\(Logger.escape(prefix))' has \(what); a prefix names topics, so no '+', '#' or control characters")
         }
         if bytes.first == UInt8(ascii: "$") {
-            throw UsageError("mqtt-topic-prefix: may not start with '$' (topics beginning with '$' belong to the broker)")
+            throw UsageError("\(option): may not start with '$' (topics beginning with '$' belong to the broker)")
         }
         if prefix.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
-            throw UsageError("mqtt-topic-prefix: '\(Logger.escape(prefix))' has an empty level (a leading, trailing or doubled '/')")
+            throw UsageError("\(option): '\(Logger.escape(prefix))' has an empty level (a leading, trailing or doubled '/')")
         }
     }
 

@@ -14,7 +14,8 @@ public enum EventLine {
     /// "jurisdiction":"CA","country":"USA"}` (the fields it has; never the name, birth date or address).
     /// A code a policy rejected adds `"rejected":"reason"`; door outputs that refused it add
     /// `"refused":{"output":"reason",...}`; a verified pass adds `"credential":{number, kid, jti, exp}`
-    /// (and `"passback":true` when anti-passback, soft, let a passback through).
+    /// (and `"passback":true` when anti-passback, soft, let a passback through; `"passback_view":"offline"`
+    /// when anti-passback is shared over MQTT and the broker was away, so this kiosk's own view decided).
     public static func json(_ event: ReadEvent) -> String {
         var fields: [(String, String)] = [
             ("seq", String(event.seq)),
@@ -63,6 +64,8 @@ public enum EventLine {
         fields.append(("exp", String(c.expiresAt)))
         // Anti-passback soft: an accepted read whose last use here was in the same direction.
         if c.passback { fields.append(("passback", "true")) }
+        // Anti-passback shared over MQTT, the broker away: this kiosk's own view decided.
+        if c.passbackOffline { fields.append(("passback_view", "\"offline\"")) }
         return JSONText.object(fields)
     }
 

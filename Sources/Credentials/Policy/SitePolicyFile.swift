@@ -1,3 +1,4 @@
+import Components
 import Core
 import Platform
 import Settings
@@ -32,7 +33,7 @@ public struct SitePolicyInForce: Sendable {
 
     /// Reads, verifies and records: what `scangate run` does at start and at each reload. The new ver is
     /// written to the state file, and the document kept, before it is used.
-    public static func load(path: String, keys: CredentialKeySet, algorithms: [SignatureAlgorithm],
+    public static func load(path: String?, keys: CredentialKeySet, algorithms: [SignatureAlgorithm],
                             statePath: String, zoneDirectory: String = ZoneRules.defaultDirectory) throws(UsageError) -> SitePolicyInForce {
         let read = try read(path: path, keys: keys, algorithms: algorithms, statePath: statePath, zoneDirectory: zoneDirectory)
         if let state = read.newState {
@@ -53,7 +54,7 @@ public struct SitePolicyInForce: Sendable {
     }
 
     /// What `load` does without writing anything (check-config, doctor, `policy verify`).
-    public static func read(path: String, keys: CredentialKeySet, algorithms: [SignatureAlgorithm], statePath: String,
+    public static func read(path: String?, keys: CredentialKeySet, algorithms: [SignatureAlgorithm], statePath: String,
                             zoneDirectory: String = ZoneRules.defaultDirectory) throws(UsageError)
         -> (inForce: SitePolicyInForce, newState: PolicyState?, toKeep: [UInt8]?) {
         var state: PolicyState
@@ -63,18 +64,58 @@ public struct SitePolicyInForce: Sendable {
             throw UsageError(error.message)
         }
         var refused: String?
-        switch candidate(path: path, keys: keys, algorithms: algorithms, state: state, zoneDirectory: zoneDirectory) {
-        case .success(let (token, zone, bytes)):
-            let changed = state.recordPolicy(version: token.policy.version, issuedAt: token.policy.issuedAt)
-            return (SitePolicyInForce(token: token, zone: zone, origin: .file(path), refused: nil), changed ? state : nil, bytes)
-        case .failure(let error):
-            refused = "policy-file \(path): \(error.message)"
+        if let path {
+            switch candidate(path: path, keys: keys, algorithms: algorithms, state: state, zoneDirectory: zoneDirectory) {
+            case .success(let (token, zone, bytes)):
+                let changed = state.recordPolicy(version: token.policy.version, issuedAt: token.policy.issuedAt)
+                return (SitePolicyInForce(token: token, zone: zone, origin: .file(path), refused: nil), changed ? state : nil, bytes)
+            case .failure(let error):
+                refused = "policy-file \(path): \(error.message)"
+            }
         }
         let kept = keptPath(statePath)
         if case .success(let (token, zone, _)) = candidate(path: kept, keys: keys, algorithms: algorithms, state: state, zoneDirectory: zoneDirectory) {
             return (SitePolicyInForce(token: token, zone: zone, origin: .kept(kept), refused: refused), nil, nil)
         }
         return (SitePolicyInForce(token: nil, zone: .utc, origin: .none, refused: refused), nil, nil)
+    }
+
+    /// A document received over MQTT (mqtt-policy): verified as policy-file is, refused when it is a
+    /// rollback; when newer than the one held, its ver is recorded in the state file and it is kept
+    /// beside it (STATE.policy) before this returns `.installed`, and the daemon reloads to use it. The
+    /// caller serialises this with `load` (both write the state file).
+    public static func deliver(_ bytes: [UInt8], keys: CredentialKeySet, algorithms: [SignatureAlgorithm], statePath: String,
+                               zoneDirectory: String = ZoneRules.defaultDirectory) -> SiteLink.PolicyOutcome {
+        var state: PolicyState
+        do throws(StatusListError) {
+            state = try PolicyState.load(path: statePath)
+        } catch {
+            return .refused(error.message)
+        }
+        let token: SitePolicyToken
+        switch candidate(bytes: bytes, keys: keys, algorithms: algorithms, state: state, zoneDirectory: zoneDirectory) {
+        case .success(let (t, _, _)): token = t
+        case .failure(let error): return .refused(error.message)
+        }
+        let p = token.policy
+        let what = "ver \(p.version) (iat \(p.issuedAt)) for door \(Logger.escape(p.door.id ?? "(none)"))"
+        if let held = state.policy, held.version == p.version, held.issuedAt == p.issuedAt,
+           let kept = try? BoundedFile.readAll(path: keptPath(statePath), limit: limit), kept == bytes {
+            return .unchanged(what + " is in force already")
+        }
+        if state.recordPolicy(version: p.version, issuedAt: p.issuedAt) {
+            do throws(StatusListError) {
+                try state.save(path: statePath)
+            } catch {
+                return .refused(error.message + " (the rollback guard must be recorded before a policy is used)")
+            }
+        }
+        do throws(AtomicFile.Failure) {
+            try AtomicFile.replace(keptPath(statePath), with: bytes, mode: 0o600)
+        } catch {
+            return .refused("policy-state-file \(statePath): cannot keep the site policy in \(keptPath(statePath)): \(error)")
+        }
+        return .installed(what + " verified and kept in \(keptPath(statePath)); reloading to use it")
     }
 
     /// One file, verified, not a rollback of `state`, with its zone loaded.
@@ -85,6 +126,15 @@ public struct SitePolicyInForce: Sendable {
             bytes = try BoundedFile.readAll(path: path, limit: limit)
         } catch {
             return .failure(SitePolicyError(error.reasonText))
+        }
+        return candidate(bytes: bytes, keys: keys, algorithms: algorithms, state: state, zoneDirectory: zoneDirectory)
+    }
+
+    /// One document, verified, not a rollback of `state`, with its zone loaded.
+    static func candidate(bytes: [UInt8], keys: CredentialKeySet, algorithms: [SignatureAlgorithm], state: PolicyState,
+                          zoneDirectory: String) -> Result<(SitePolicyToken, ZoneRules, [UInt8]), SitePolicyError> {
+        guard bytes.count <= SitePolicyToken.maxTokenBytes else {
+            return .failure(SitePolicyError("larger than \(SitePolicyToken.maxTokenBytes) bytes"))
         }
         do throws(SitePolicyError) {
             let token = try SitePolicyToken.verify(bytes, keys: keys, algorithms: algorithms)

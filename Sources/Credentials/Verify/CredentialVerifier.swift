@@ -23,6 +23,8 @@ public struct VerifiedPass: Equatable, Sendable {
     public var group: String? = nil
     /// Set by the credential policy when anti-passback is soft and this read is a passback (accepted, reported).
     public var passback = false
+    /// Set by the credential policy when anti-passback is shared over MQTT and the broker is away.
+    public var passbackOffline = false
 
     /// exp in whole seconds (a fraction rounds down).
     public var expiresAtSeconds: Int64 {
@@ -31,7 +33,9 @@ public struct VerifiedPass: Equatable, Sendable {
     }
 
     public var info: CredentialInfo {
-        CredentialInfo(format: format.rawValue, number: number, keyID: keyID, tokenID: tokenID, expiresAt: expiresAtSeconds, passback: passback)
+        var info = CredentialInfo(format: format.rawValue, number: number, keyID: keyID, tokenID: tokenID, expiresAt: expiresAtSeconds, passback: passback)
+        info.passbackOffline = passbackOffline
+        return info
     }
 }
 

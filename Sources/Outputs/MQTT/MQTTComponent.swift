@@ -12,10 +12,13 @@ extension DoctorPart {
 public struct MQTTHooks: Sendable {
     public var state: @Sendable () -> MQTTState
     public var commands: (any MQTTCommandHandler)?
+    /// The site's link: site policy documents (mqtt-policy) and anti-passback uses (mqtt-site-topic).
+    public var site: SiteLink?
 
-    public init(state: @escaping @Sendable () -> MQTTState, commands: (any MQTTCommandHandler)?) {
+    public init(state: @escaping @Sendable () -> MQTTState, commands: (any MQTTCommandHandler)?, site: SiteLink? = nil) {
         self.state = state
         self.commands = commands
+        self.site = site
     }
 
     public static let standalone = MQTTHooks(
@@ -45,9 +48,11 @@ extension MQTTOutput {
                 section: \.mqtt, isConfigured: { $0.enabled }, validate: { try $0.validate() },
                 make: { settings, context in
                     let configuration = try settings.mqtt.resolve(hostName: MQTTSettings.systemHostName())
-                    return try MQTTOutput(configuration: configuration, dependencies: MQTTOutputDependencies(
+                    var dependencies = MQTTOutputDependencies(
                         library: try library.get(), eventLine: EventLine.json, state: hooks.state,
-                        commands: hooks.commands, feedback: context.feedback, logger: context.logger))
+                        commands: hooks.commands, feedback: context.feedback, logger: context.logger)
+                    dependencies.site = hooks.site
+                    return try MQTTOutput(configuration: configuration, dependencies: dependencies)
                 })),
             doctor: { settings, context in
                 guard settings.mqtt.enabled else { return [] }

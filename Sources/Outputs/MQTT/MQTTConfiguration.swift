@@ -21,7 +21,7 @@ extension MQTTSettings {
             try SecretFile.checkReadable(path, option: option)
         }
         if !tlsCA.isEmpty && tlsCA != "system" { try SecretFile.checkTrusted(tlsCA, option: "mqtt-tls-ca") }
-        return MQTTConfiguration(settings: self, clientID: id, topics: MQTTTopics(prefix: prefix), password: password)
+        return MQTTConfiguration(settings: self, clientID: id, topics: MQTTTopics(prefix: prefix, site: siteTopic.isEmpty ? nil : siteTopic), password: password)
     }
 
     /// gethostname(2), or "scangate" when it fails.

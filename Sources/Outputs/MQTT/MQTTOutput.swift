@@ -1,3 +1,4 @@
+import Components
 import Core
 import Dispatch
 import Platform
@@ -17,6 +18,8 @@ public struct MQTTOutputDependencies: Sendable {
     public var commands: MQTTCommandHandler?
     /// Where `feedback` and `beep` commands go; nil: refused.
     public var feedback: FeedbackSink?
+    /// The site's link (site policy documents in, anti-passback uses out and in); nil: neither.
+    public var site: SiteLink?
     public var logger: Logger
     /// Told (on the session thread) each time the broker acknowledged events, with how many: for the bench.
     public var onAcknowledged: (@Sendable (Int) -> Void)?
@@ -89,11 +92,15 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
         self.configuration = configuration
         // libmosquitto's own checks, behind MQTTSettings's: every topic this output publishes and its filter.
         let t = configuration.topics
-        for topic in [t.status, t.event, t.state, t.commandResult("pause")] where !MosquittoClient.isPublishTopic(topic) {
+        for topic in [t.status, t.event, t.state, t.commandResult("pause"), t.policyResult] + [t.passback(number: Array("0".utf8))].compactMap({ $0 })
+            where !MosquittoClient.isPublishTopic(topic) {
             throw UsageError("mqtt-topic-prefix: '\(Logger.escape(topic))' is not a topic libmosquitto can publish to")
         }
         guard MosquittoClient.isSubscriptionFilter(t.commandFilter) else {
             throw UsageError("mqtt-topic-prefix: '\(Logger.escape(t.commandFilter))' is not a subscription libmosquitto accepts")
+        }
+        for filter in [t.policy, t.sitePolicy, t.passback].compactMap({ $0 }) where !MosquittoClient.isSubscriptionFilter(filter) {
+            throw UsageError("mqtt-site-topic: '\(Logger.escape(filter))' is not a subscription libmosquitto accepts")
         }
         self.ids = try ids ?? EventIDs.random()
         let context = try MQTTSessionContext(configuration: configuration, dependencies: dependencies)
@@ -115,6 +122,10 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
             spoolWorker.stop(deadline: .now().adding(milliseconds: 5000))
             context.closeDurable()
             throw error
+        }
+        if let site = dependencies.site, t.passback != nil {
+            let wake = context.wake
+            site.brokerAttached(owner: ObjectIdentifier(self), wake: { wake.signal() })
         }
     }
 
@@ -161,6 +172,7 @@ public final class MQTTOutput: ReportOutput, HealthReporting, StatusObserver {
     /// output can take it.
     public func close(deadline: MonotonicInstant) {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        context.dependencies.site?.brokerDetached(owner: ObjectIdentifier(self))
         context.requestStop(deadline: deadline)
         let writerDone = spoolWorker.stop(deadline: deadline)
         let sessionDone = sessionWorker.stop(deadline: deadline)

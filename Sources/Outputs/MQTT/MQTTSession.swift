@@ -1,4 +1,5 @@
 import CMosquitto
+import Components
 import Core
 import Platform
 import Runtime
@@ -55,6 +56,11 @@ final class MQTTSession {
     /// The MQTT v5 Maximum Packet Size this client accepts (CONNECT): a command is at most 4096 bytes, so
     /// 16 KiB is far above anything we must read; the broker drops a larger PUBLISH for us, retained or not.
     static let maximumPacketSize: UInt32 = 16 << 10
+    /// With mqtt-policy: a site policy document over MQTT may have up to this many bytes (the Maximum
+    /// Packet Size grows by as much); a larger one is refused with a result.
+    static let maxPolicyBytes = 256 << 10
+    /// Own anti-passback uses published and not yet acknowledged, by message id.
+    var passbackInFlight: [Int32: SiteLink.PassbackUse] = [:]
     /// An event the broker refuses this many times with a lasting reason (not authorised, topic or payload
     /// invalid, too large, unspecified) is dropped from the spool, counted and logged, so the ones behind
     /// it are not blocked for ever.
@@ -87,6 +93,7 @@ final class MQTTSession {
                 backoff = MQTTSession.backoff(current: backoff, afterConnectionOf: upSeconds)
                 failedAttempts += 1
                 let stopping = context.state.withLock { $0.stopping }
+                leaveSite()
                 setLink(connected: false, detail: "not connected: \(message)"
                         + (stopping ? "" : "; next attempt in \(Int(backoff)) s"), error: message,
                         retryIn: stopping ? nil : Int(backoff))
@@ -102,6 +109,7 @@ final class MQTTSession {
                 backoff = min(backoff * 2, MQTTSession.maxBackoffSeconds)
             }
         }
+        leaveSite()
         setLink(connected: false, detail: "stopped", error: nil, retryIn: nil)
         context.bodyFinished()
     }
@@ -167,8 +175,10 @@ final class MQTTSession {
         let client: MosquittoClient
         do {
             client = try MQTTSession.makeClient(configuration, library: context.dependencies.library)
+            let policies = configuration.settings.policy && context.dependencies.site != nil
+            if policies { client.callbacks.maxPayload = MQTTSession.maxPolicyBytes }
             try client.connectAsync(host: configuration.host, port: configuration.port, keepalive: configuration.settings.keepaliveSeconds,
-                                    maximumPacketSize: MQTTSession.maximumPacketSize)
+                                    maximumPacketSize: MQTTSession.maximumPacketSize + (policies ? UInt32(MQTTSession.maxPolicyBytes) : 0))
         } catch {
             return .failed(describe(error, connected: false), upSeconds: nil)
         }
@@ -241,8 +251,9 @@ final class MQTTSession {
                 }
             }
             for sub in callbacks.subscribed where sub.granted >= 0x80 {
-                logger.error("mqtt: the broker refused the subscription to \(configuration.topics.commandFilter) "
-                             + "(\(MosquittoClient.reasonText(sub.granted))): commands will not arrive; check the broker's ACL",
+                let filter = subscriptions[sub.mid] ?? configuration.topics.commandFilter
+                logger.error("mqtt: the broker refused the subscription to \(filter) "
+                             + "(\(MosquittoClient.reasonText(sub.granted))): \(Self.loss(of: filter, configuration.topics)) will not arrive; check the broker's ACL",
                              rateLimitKey: "mqtt-subscribe")
             }
             callbacks.subscribed.removeAll()
@@ -250,7 +261,7 @@ final class MQTTSession {
             callbacks.messages.removeAll(keepingCapacity: true)
             for message in messages where connected {
                 do {
-                    try command(message, client: client)
+                    try route(message, client: client)
                 } catch {
                     return .failed(error.description, upSeconds: up())
                 }
@@ -295,6 +306,7 @@ final class MQTTSession {
 
             do {
                 try pump(client)
+                try sharePassback(client)
                 if case .running = phase { try publishState(client, force: flags.nudge) }
             } catch {
                 return .failed(error.description, upSeconds: up())
@@ -307,7 +319,8 @@ final class MQTTSession {
                     let remaining = max(0, flags.deadline.milliseconds(since: now))
                     phase = .draining(until: now.adding(milliseconds: remaining - min(500, remaining / 4)))
                 case .draining(let until):
-                    let drained = flags.writerDone && inflight.isEmpty && spoolExhausted
+                    let drained = flags.writerDone && inflight.isEmpty && spoolExhausted && passbackInFlight.isEmpty
+                        && (context.dependencies.site?.counts.waiting ?? 0) == 0
                     if drained || now >= until {
                         if !drained {
                             logger.warning("mqtt: stopping with \(context.spool?.depth.records ?? 0) events not yet acknowledged; "
@@ -403,7 +416,17 @@ final class MQTTSession {
             // Retain As Published: a command published with retain while we are subscribed keeps its flag
             // and is refused like one waiting in the broker (which still comes at subscribe, to be refused
             // with a result the back end sees).
-            _ = try client.subscribe(topics.commandFilter, qos: 1, options: MosquittoClient.retainAsPublished)
+            subscriptions[try client.subscribe(topics.commandFilter, qos: 1, options: MosquittoClient.retainAsPublished)] = topics.commandFilter
+        }
+        if let site = context.dependencies.site {
+            var filters: [String] = []
+            if configuration.settings.policy { filters += [topics.policy] + (topics.sitePolicy.map { [$0] } ?? []) }
+            for filter in filters { subscriptions[try client.subscribe(filter, qos: 1)] = filter }
+            if let passback = topics.passback {
+                // No Local: this kiosk's own uses do not come back to it.
+                subscriptions[try client.subscribe(passback, qos: 1, options: MosquittoClient.noLocal)] = passback
+            }
+            site.setConnected(true)
         }
         let pending = context.spool?.depth.records ?? 0
         let detail = "connected to \(subject) as \(configuration.clientID)"
@@ -457,6 +480,11 @@ final class MQTTSession {
     /// `maxRefusals`th it is dropped instead (counted as refused, logged) and the connection goes on, so
     /// the events behind it drain. Quota exceeded (0x97) and packet id in use (0x91) pass and never count.
     private func acknowledge(_ mid: Int32, reason: Int32, phase: inout StopPhase) -> String? {
+        if let use = passbackInFlight.removeValue(forKey: mid), reason >= 0x80 {
+            logger.error("mqtt: the broker refused an anti-passback use on \(configuration.topics.passback ?? "") "
+                         + "(number \(Logger.escape(bytes: use.number))): \(MosquittoClient.reasonText(reason)); check its ACL",
+                         rateLimitKey: "mqtt-passback-refused")
+        }
         if let topic = otherMids.removeValue(forKey: mid) {
             if reason >= 0x80 {
                 logger.error("mqtt: the broker refused the message on \(topic): \(MosquittoClient.reasonText(reason)); check its ACL",
@@ -553,6 +581,32 @@ final class MQTTSession {
 
     // MARK: - Commands
 
+    /// Filters subscribed on this connection, by message id (for the log line when one is refused).
+    var subscriptions: [Int32: String] = [:]
+
+    static func loss(of filter: String, _ topics: MQTTTopics) -> String {
+        if filter == topics.commandFilter { return "commands" }
+        if filter == topics.passback { return "other kiosks' anti-passback uses" }
+        return "site policy documents"
+    }
+
+    /// A message on one of our subscriptions: a command, a site policy document, another kiosk's use.
+    private func route(_ message: MosquittoCallbacks.Message, client: MosquittoClient) throws(MQTTError) {
+        let topics = configuration.topics
+        if let site = context.dependencies.site {
+            if topics.passbackNumber(ofTopic: message.topic) != nil {
+                receivePassback(message, site: site)
+                return
+            }
+            if configuration.settings.policy,
+               message.topic.bytesEqual(topics.policy) || (topics.sitePolicy.map { message.topic.bytesEqual($0) } ?? false) {
+                try receivePolicy(message, site: site, client: client)
+                return
+            }
+        }
+        try command(message, client: client)
+    }
+
     private func command(_ message: MosquittoCallbacks.Message, client: MosquittoClient) throws(MQTTError) {
         guard let name = configuration.topics.commandName(ofTopic: message.topic) else { return }
         if message.retained && message.payload.isEmpty && !message.truncated {
@@ -566,7 +620,7 @@ final class MQTTSession {
         if message.retained {
             result = MQTTCommandResult(id: nil, command: name, outcome: .refused(
                 "a retained command is refused: the broker would deliver it again on every connection (publish commands without retain)"))
-        } else if message.truncated {
+        } else if message.truncated || message.payload.count > MQTTCommandParser.maxPayload {
             result = MQTTCommandResult(id: nil, command: name, outcome: .refused("the payload is longer than \(MQTTCommandParser.maxPayload) bytes"))
         } else {
             switch MQTTCommandParser.parse(name: name, payload: message.payload, nowSeconds: nowSeconds) {
@@ -624,5 +678,98 @@ final class MQTTSession {
             case .command: return .ok(command.name == .beep ? "beeped" : "played the LED/tone command")
             }
         }
+    }
+
+    // MARK: - The site: policy documents and anti-passback uses
+
+    /// The connection ended: the site sees this kiosk as offline, and its uses not yet acknowledged are
+    /// sent again on the next connection.
+    private func leaveSite() {
+        guard let site = context.dependencies.site else { return }
+        site.setConnected(false)
+        site.requeue(passbackInFlight.sorted { $0.key < $1.key }.map(\.value))
+        passbackInFlight = [:]
+    }
+
+    /// Publishes this kiosk's own uses waiting in the site link (QoS 1, not retained).
+    private func sharePassback(_ client: MosquittoClient) throws(MQTTError) {
+        guard let site = context.dependencies.site, configuration.topics.passback != nil else { return }
+        while passbackInFlight.count < MQTTSession.window {
+            let uses = site.pendingUses(max: MQTTSession.window - passbackInFlight.count)
+            if uses.isEmpty { return }
+            var handed = 0
+            defer { site.published(handed) }
+            for var use in uses {
+                use.kiosk = configuration.clientID
+                guard let topic = configuration.topics.passback(number: use.number) else { break }
+                do {
+                    // Retained, so a kiosk that connects later (or again) learns the last use of each number;
+                    // it expires with the use's timeout.
+                    let payload = Array(SiteLink.message(use).utf8)
+                    let mid = use.keepSeconds > 0
+                        ? try client.publish(topic: topic, payload: payload, qos: 1, retain: true,
+                                             expirySeconds: UInt32(clamping: use.keepSeconds))
+                        : try client.publish(topic: topic, payload: payload, qos: 1, retain: true)
+                    passbackInFlight[mid] = use
+                } catch where error.isOversize {
+                    logger.error("mqtt: an anti-passback use is larger than \(subject)'s maximum packet size; not shared",
+                                 rateLimitKey: "mqtt-passback-oversize")
+                }
+                handed += 1
+            }
+        }
+    }
+
+    /// Another kiosk's use: parsed (it is untrusted), then given to the anti-passback store in force.
+    private func receivePassback(_ message: MosquittoCallbacks.Message, site: SiteLink) {
+        if message.payload.isEmpty && !message.truncated { return } // a retained use cleared
+        guard !message.truncated else {
+            logger.warning("mqtt: a message on \(Logger.escape(message.topic)) is longer than \(SiteLink.maxMessageBytes) bytes; ignored",
+                           rateLimitKey: "mqtt-passback-bad")
+            return
+        }
+        switch SiteLink.parse(message.payload) {
+        case .failure(let error):
+            logger.warning("mqtt: an anti-passback message on \(Logger.escape(message.topic)) is ignored: \(error.text)",
+                           rateLimitKey: "mqtt-passback-bad")
+        case .success(let use):
+            guard !use.kiosk.bytesEqual(configuration.clientID) else { return }
+            guard let named = configuration.topics.passbackNumber(ofTopic: message.topic), named == use.number else {
+                logger.warning("mqtt: an anti-passback message on \(Logger.escape(message.topic)) names another number than its topic; ignored",
+                               rateLimitKey: "mqtt-passback-bad")
+                return
+            }
+            if site.receive(use) {
+                logger.info("mqtt: anti-passback: number \(Logger.escape(bytes: use.number)) \(use.entry ? "entered" : "exited") "
+                            + "at kiosk \(Logger.escape(use.kiosk)) (door \(Logger.escape(use.door)))")
+            }
+        }
+    }
+
+    /// A site policy document: handed to the daemon, which verifies it as it does policy-file; the
+    /// answer goes to `<prefix>/policy/result`. An empty retained message (the topic cleared) is ignored.
+    private func receivePolicy(_ message: MosquittoCallbacks.Message, site: SiteLink, client: MosquittoClient) throws(MQTTError) {
+        if message.payload.isEmpty && !message.truncated {
+            logger.info("mqtt: \(Logger.escape(message.topic)) is empty (cleared); the site policy in force stays")
+            return
+        }
+        let outcome: SiteLink.PolicyOutcome
+        if message.truncated {
+            outcome = .refused("the document is longer than \(MQTTSession.maxPolicyBytes) bytes")
+        } else {
+            outcome = site.deliverPolicy(message.payload, from: message.topic)
+                ?? .refused("this daemon takes no site policy over MQTT")
+        }
+        let (name, detail): (String, String)
+        switch outcome {
+        case .installed(let d): (name, detail) = ("installed", d)
+        case .unchanged(let d): (name, detail) = ("unchanged", d)
+        case .refused(let d): (name, detail) = ("refused", d)
+        }
+        let line = "mqtt: site policy from \(Logger.escape(message.topic)): \(name): \(Logger.escape(detail))"
+        if case .refused = outcome { logger.error(line, rateLimitKey: "mqtt-policy-refused") } else { logger.notice(line) }
+        let payload = "{\"topic\":" + JSONText.string(message.topic) + ",\"outcome\":\"" + name + "\",\"detail\":"
+            + JSONText.string(detail) + ",\"at\":" + String(context.clock.wall() / 1_000_000_000) + "}"
+        _ = try publishOther(client, topic: configuration.topics.policyResult, payload: Array(payload.utf8), retain: false)
     }
 }

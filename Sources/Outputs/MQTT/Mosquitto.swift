@@ -247,6 +247,19 @@ final class MosquittoClient {
         return mid
     }
 
+    /// Queues a publish with the MQTT v5 Message Expiry Interval (3.3.2.3.3): the broker drops the
+    /// message, retained or queued, after `expirySeconds`.
+    func publish(topic: String, payload: [UInt8], qos: Int32, retain: Bool, expirySeconds: UInt32) throws(MQTTError) -> Int32 {
+        let properties = MosquittoProperties()
+        try properties.addInt32(MosquittoClient.propertyMessageExpiryInterval, expirySeconds, name: "MESSAGE_EXPIRY_INTERVAL", subject: subject)
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { raw in
+            mosquitto_publish_v5(handle, &mid, topic, Int32(raw.count), raw.baseAddress, qos, retain, properties.list)
+        }
+        try check(rc, "publish to", "topic \(topic) on \(subject)")
+        return mid
+    }
+
     /// SUBSCRIBE with MQTT v5 subscription options (`MQTT_SUB_OPT_*`, 3.8.3.1).
     func subscribe(_ filter: String, qos: Int32, options: Int32 = 0) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
@@ -258,6 +271,10 @@ final class MosquittoClient {
     /// an existing subscription (otherwise it clears it, and a command published with retain while the
     /// kiosk is connected would look live).
     static let retainAsPublished = Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue)
+    /// The Message Expiry Interval property's identifier, 2 (MQTT 5.0 2.2.2.2).
+    static let propertyMessageExpiryInterval = Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue)
+    /// No Local (MQTT v5, 3.8.3.1): the broker does not send this client's own messages back to it.
+    static let noLocal = Int32(MQTT_SUB_OPT_NO_LOCAL.rawValue)
 
     /// The Maximum Packet Size property's identifier, 39 (MQTT 5.0 2.2.2.2).
     static let propertyMaximumPacketSize = Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue)
