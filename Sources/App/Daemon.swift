@@ -212,7 +212,7 @@ final class Daemon: @unchecked Sendable {
         let status = StatusBoard(logger: logger, observers: [hub, notifier, journal] + (watchdog.map { [$0] } ?? []))
         let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status))
         status.addObserver(outputs)
-        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs })
+        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs }, site: site)
         telemetryBox.set(telemetry)
         let services = DaemonServices(logger: logger, telemetry: telemetry)
         let watcher = FileChangeWatcher("status lists", change: "status list", threadName: "status-list-watch", logger: logger) {

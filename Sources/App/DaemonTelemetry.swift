@@ -1,3 +1,4 @@
+import Components
 import Core
 import Credentials
 import MQTT
@@ -35,11 +36,24 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
     private let status: StatusBoard
     private let camera: String
     private let outputs: @Sendable () -> [any Output]
+    /// The site link over MQTT (anti-passback sharing), when the daemon has one.
+    let site: SiteLink?
 
-    init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output]) {
+    init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output], site: SiteLink? = nil) {
         self.status = status
         self.camera = camera
         self.outputs = outputs
+        self.site = site
+    }
+
+    /// Anti-passback sharing over MQTT, when an MQTT output shares uses (nil otherwise).
+    var passbackSharing: StatusReport.PassbackSharing? {
+        guard let site else { return nil }
+        let view = site.view
+        guard view != .local else { return nil }
+        let c = site.counts
+        return StatusReport.PassbackSharing(view: view.rawValue, sent: c.sent, received: c.received, applied: c.applied,
+                                            waiting: UInt64(c.waiting), dropped: c.dropped)
     }
 
     // MARK: fed by the pipeline
@@ -164,6 +178,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
                             rejections: c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) },
                             statusLists: c.statusLists)
         report.sitePolicy = c.sitePolicy
+        report.passbackSharing = passbackSharing
         return report
     }
 
@@ -194,6 +209,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         m.rejections = c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) }
         m.statusLists = c.statusLists
         m.sitePolicy = c.sitePolicy
+        m.passbackSharing = passbackSharing
         m.cameraUp = status.capture == .scanning || status.capture == .paused
         let links = doorLinks
         m.controllerOnline = links.isEmpty ? nil : links.allSatisfy(\.link.online)

@@ -143,6 +143,11 @@ public enum StatusCommand {
             lines.append("site policy ver \(p.version): iat \(time(p.issuedAt)) (\(duration(Double(max(0, now - p.issuedAt)))) old), "
                          + "exp \(time(p.expiresAt)) (\(expiry))\(p.kept ? ", the kept copy" : "")")
         }
+        if let p = r.passbackSharing {
+            lines.append("anti-passback over MQTT: \(p.view == "shared" ? "shared with the site" : "broker away, this kiosk's own view decides"); "
+                         + "\(p.sent) uses sent, \(p.received) received (\(p.applied) newer than ours)"
+                         + (p.waiting > 0 ? ", \(p.waiting) waiting for the broker" : "") + (p.dropped > 0 ? ", \(p.dropped) lost (over the bound)" : ""))
+        }
         let drops = r.drops.filter { $0.count > 0 }
         lines.append("drops: " + (drops.isEmpty ? "none" : drops.map { "\($0.name) \($0.count)" }.joined(separator: ", ")))
         if !r.devices.isEmpty {

@@ -50,6 +50,8 @@ public struct MetricsSnapshot: Sendable, Equatable {
     /// The status lists in force (credential-status-list).
     public var statusLists: [StatusReport.StatusList] = []
     public var sitePolicy: StatusReport.SitePolicy? = nil
+    /// nil: anti-passback is not shared over MQTT (its families are left out).
+    public var passbackSharing: StatusReport.PassbackSharing? = nil
     /// False in the last file written at exit.
     public var up = true
 
@@ -178,6 +180,18 @@ public enum PrometheusText {
                        samples: [("", labels, String(p.issuedAt))]),
                 Family(name: "scangate_site_policy_expiry_timestamp_seconds", help: "The exp of the site policy in force; past it, policy-stale decides.",
                        type: "gauge", samples: [("", labels, String(p.expiresAt))]),
+            ]
+        }
+        if let p = m.passbackSharing {
+            families += [
+                Family(name: "scangate_passback_shared", help: "1 while anti-passback uses are shared with the site (the broker is connected), 0 while this kiosk's own view decides.",
+                       type: "gauge", samples: [("", [], p.view == "shared" ? "1" : "0")]),
+                Family(name: "scangate_passback_uses_sent_total", help: "This kiosk's anti-passback uses handed to the broker.", type: "counter",
+                       samples: [("", [], String(p.sent))]),
+                Family(name: "scangate_passback_uses_received_total", help: "Other kiosks' anti-passback uses received, by whether they were newer than the one held.",
+                       type: "counter", samples: [("", [("applied", "true")], String(p.applied)), ("", [("applied", "false")], String(p.received - min(p.received, p.applied)))]),
+                Family(name: "scangate_passback_uses_waiting", help: "This kiosk's uses held until the broker is back.", type: "gauge",
+                       samples: [("", [], String(p.waiting))]),
             ]
         }
         var errors = Family(name: "scangate_output_errors_total", help: "Reads an output lost or could not send, by output.", type: "counter")

@@ -103,6 +103,30 @@ public struct StatusReport: Sendable, Equatable {
     public var statusLists: [StatusList] = []
     /// The site policy in force (policy-file); nil when none is set or none is held.
     public var sitePolicy: SitePolicy? = nil
+    /// Anti-passback uses shared with the site over MQTT (mqtt-site-topic); nil when not shared.
+    public var passbackSharing: PassbackSharing? = nil
+
+    /// The site link for anti-passback: whether the broker is there, and the uses that went each way.
+    public struct PassbackSharing: Sendable, Equatable {
+        /// `shared` (the broker is connected) or `offline` (decisions rest on this kiosk's view).
+        public var view: String
+        /// This kiosk's uses handed to the broker, and other kiosks' uses received (and of those, the
+        /// ones newer than what this kiosk held, recorded).
+        public var sent: UInt64
+        public var received: UInt64
+        public var applied: UInt64
+        /// Own uses held in memory until the broker is back; `dropped`: beyond the bound, lost.
+        public var waiting: UInt64
+        public var dropped: UInt64
+        public init(view: String, sent: UInt64, received: UInt64, applied: UInt64, waiting: UInt64, dropped: UInt64) {
+            self.view = view
+            self.sent = sent
+            self.received = received
+            self.applied = applied
+            self.waiting = waiting
+            self.dropped = dropped
+        }
+    }
 
     /// The site policy the daemon decides with: its version, times and where it came from.
     public struct SitePolicy: Sendable, Equatable {
@@ -180,6 +204,10 @@ public struct StatusReport: Sendable, Equatable {
                 JSONText.object([("ver", String(p.version)), ("iat", String(p.issuedAt)), ("exp", String(p.expiresAt)),
                                  ("kept", p.kept ? "true" : "false")])
             } ?? "null"),
+            ("passback_sharing", passbackSharing.map { p in
+                JSONText.object([("view", JSONText.string(p.view)), ("sent", String(p.sent)), ("received", String(p.received)),
+                                 ("applied", String(p.applied)), ("waiting", String(p.waiting)), ("dropped", String(p.dropped))])
+            } ?? "null"),
         ])
     }
 
@@ -217,6 +245,10 @@ public struct StatusReport: Sendable, Equatable {
         }
         if let p = try r.optionalObject("site_policy") {
             sitePolicy = SitePolicy(version: try p.int("ver"), issuedAt: try p.int("iat"), expiresAt: try p.int("exp"), kept: try p.bool("kept"))
+        }
+        if let p = try r.optionalObject("passback_sharing") {
+            passbackSharing = PassbackSharing(view: try p.string("view"), sent: try p.uint("sent"), received: try p.uint("received"),
+                                              applied: try p.uint("applied"), waiting: try p.uint("waiting"), dropped: try p.uint("dropped"))
         }
         drops = try r.object("drops").members.map { (key, value) throws(UsageError) in
             guard let n = value.numberValue?.int64, n >= 0 else { throw UsageError("the daemon's status: drops.\(key) is not a count") }

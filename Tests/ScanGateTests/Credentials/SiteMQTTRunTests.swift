@@ -181,6 +181,9 @@ final class SiteMQTTRunTests: XCTestCase {
         XCTAssertEqual(Self.verdict(offline[0]), "accepted")
         XCTAssertEqual(offline[0]["credential"]?["passback_view"]?.stringValue, "offline")
         XCTAssertEqual(Self.verdict(offline[1]), "passback")
+        let away = try XCTUnwrap(sharing("kiosk-a"), "scangate status answers")
+        XCTAssertEqual(away["view"]?.stringValue, "offline", "\(away)")
+        XCTAssertEqual(away["waiting"]?.numberValue?.int64, 1, "the use of 8002 waits for the broker: \(away)")
 
         // The broker is back: A's use of 8002, held while it was away, is published when A reconnects, and
         // kiosk B (started afterwards) refuses 8002.
@@ -190,12 +193,22 @@ final class SiteMQTTRunTests: XCTestCase {
         XCTAssertTrue(late.wait(timeout: 30) { m in m.contains { $0.json?["kiosk"] as? String == "kiosk-a" && $0.retained } },
                       "\(late.messages.map(\.text))")
         late.stop()
+        let back = try XCTUnwrap(sharing("kiosk-a"))
+        XCTAssertEqual(back["view"]?.stringValue, "shared", "\(back)")
+        XCTAssertEqual(back["waiting"]?.numberValue?.int64, 0, "\(back)")
+        XCTAssertEqual(back["sent"]?.numberValue?.int64, 1, "\(back)")
         let b2 = try ScangateProcess.run(kioskArguments("kiosk-b", broker: broker, scene: try scenario(pass8002, lead: 90), policy: south,
                                                         extra: site), timeout: 120)
         XCTAssertEqual(b2.status, 0, b2.stderr + "\n----\n" + running.stderr.joined(separator: "\n"))
         XCTAssertEqual(Self.events(b2.stdoutLines).map(Self.verdict), ["passback"], b2.stderr)
         XCTAssertEqual(running.stop(), 0)
         uses.stop()
+    }
+
+    /// `passback_sharing` from `scangate status --json` of a running kiosk.
+    func sharing(_ kiosk: String) -> JSONValue? {
+        guard let r = try? ScangateProcess.run(["status", "--json", "--socket", dir + "/\(kiosk)/status.sock"]), r.status == 0 else { return nil }
+        return (try? JSONValue.parse(r.stdout))?["passback_sharing"]
     }
 
     // MARK: - The message

@@ -7,7 +7,7 @@ import XCTest
 /// The status socket and `scangate status` against it.
 final class ServiceStatusSocketTests: XCTestCase {
     static func report() -> StatusReport {
-        StatusReport(status: "scanning", version: "0.1.0", pid: 4242, uptimeSeconds: 7384.2,
+        var r = StatusReport(status: "scanning", version: "0.1.0", pid: 4242, uptimeSeconds: 7384.2,
                      frames: .init(captured: 1000, decoded: 990, dropped: 10),
                      reads: .init(reported: 12, rejected: 2, lastAt: 1_800_000_000_123_000_000),
                      drops: [.init(name: "stdout events", count: 0), .init(name: "mqtt spool", count: 3)],
@@ -20,6 +20,8 @@ final class ServiceStatusSocketTests: XCTestCase {
                      mqtt: .init(connected: false, detail: "not connected: connection refused", spoolEvents: 5, spoolBytes: 1800, dropped: 3),
                      rejections: [.init(name: "payload-filter", count: 1), .init(name: "revoked", count: 1)],
                      statusLists: [.init(uri: "https://s/1", entries: 1024, issuedAt: 1_799_990_000, expiresAt: 1_800_090_000, kept: true)])
+        r.passbackSharing = .init(view: "offline", sent: 7, received: 5, applied: 4, waiting: 2, dropped: 0)
+        return r
     }
 
     func socketPath() throws -> String { try TestFiles.temporaryDirectory() + "/run/" + StatusSocket.fileName }
@@ -184,6 +186,8 @@ final class ServiceStatusSocketTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains("last error at 2027-01-15T08:00:00.000Z: write: Input/output error (EIO)") }, summary.stdoutText)
         XCTAssertTrue(lines.contains("controller: osdp online (polled by address 0)"), summary.stdoutText)
         XCTAssertTrue(lines.contains("mqtt: not connected (not connected: connection refused); spool 5 events (1800 bytes), 3 dropped"),
+                      summary.stdoutText)
+        XCTAssertTrue(lines.contains("anti-passback over MQTT: broker away, this kiosk's own view decides; 7 uses sent, 5 received (4 newer than ours), 2 waiting for the broker"),
                       summary.stdoutText)
 
         let json = try ScangateProcess.run(["status", "--json", "--socket", path])
