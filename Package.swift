@@ -157,7 +157,7 @@ if Context.environment["SCANGATE_FUZZ"] == "1" {
     package.targets.append(
         .executableTarget(name: "ScanGateFuzz",
                           dependencies: ["Core", "Platform", "Settings", "Config", "Images", "Decoding", "StillImages", "Pipeline", "Stdout",
-                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT", "Policies"],
+                                         "Serial", "Wiegand", "Replay", "Simulator", "OSDP", "Credentials", "MQTT", "Policies", "Components"],
                           path: "Tests/Fuzz/Sources", swiftSettings: swiftSettings))
 }
 

@@ -1,3 +1,4 @@
+import Components
 import Core
 import Credentials
 import Platform
@@ -12,7 +13,9 @@ enum SitePolicyFuzz {
     /// - as CWT claims (CBOR), turned into the JSON form and parsed with the same invariants;
     /// - as a signed document in either form: never verifies (no private key here);
     /// - as a TZif file: a zone that parses gives, at instants across the whole range, a UTC offset within
-    ///   26 hours and a local time whose fields are in range.
+    ///   26 hours and a local time whose fields are in range;
+    /// - as an anti-passback message from `<site>/passback/<number>`: one that parses keeps its bounds and
+    ///   is written back as a message that parses to the same use.
     @Sendable static func run(_ bytes: [UInt8]) {
         if case .success(let policy) = Result(catching: { () throws(SitePolicyError) in try SitePolicy.parse(bytes) }) {
             check(policy)
@@ -25,6 +28,12 @@ enum SitePolicyFuzz {
             try SitePolicyToken.verify(bytes, keys: CredentialFuzz.keys, algorithms: [.ed25519, .es256])
         }
         if case .success = verified { require(false, "a site policy verified without a private key") }
+        if case .success(let use) = SiteLink.parse(bytes) {
+            require(bytes.count <= SiteLink.maxMessageBytes, "a message of \(bytes.count) bytes")
+            require(!use.kiosk.isEmpty && use.kiosk.utf8.count <= 64 && (1...1024).contains(use.number.count) && use.at > 0, "bounds: \(use)")
+            let again = SiteLink.parse(Array(SiteLink.message(use).utf8))
+            require((try? again.get()) == use, "written back, it reads as another use: \(use)")
+        }
         if case .success(let zone) = Result(catching: { () throws(ZoneRulesError) in try ZoneRules.parse(bytes, name: "Fuzz/Zone") }) {
             for t: Int64 in [Int64.min / 4, -(1 << 40), -2_208_988_800, -1, 0, 1_000_000_000, 1_790_000_000, 2_145_916_800, 4_102_444_800, 1 << 40, Int64.max / 4] {
                 let offset = zone.utcOffset(at: t)
