@@ -81,7 +81,8 @@ final class ReadmeExampleTests: XCTestCase {
     }
 
     func testTheRevocationConfigChecks() throws {
-        let config = configLines(try readmeLines("Revocation, hours and anti-passback"))
+        let all = configLines(try readmeLines("Revocation, hours and anti-passback"))
+        let config = Array(all.prefix(5))
         XCTAssertEqual(config, ["[credential]", "credential-status-list = /etc/scangate/status-lists", "[policy]",
                                 "policy-file = /etc/scangate/site-policy.jwt", "policy-stale = deny"])
         let dir = try TestFiles.temporaryDirectory()
@@ -92,6 +93,22 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertTrue(check.stdoutText.contains("credential-status-list = /etc/scangate/status-lists"), check.stdoutText)
         XCTAssertTrue(check.stdoutText.contains("policy-stale = deny"), check.stdoutText)
         XCTAssertTrue(check.stdoutText.contains("policy-file = /etc/scangate/site-policy.jwt"), check.stdoutText)
+
+        // The MQTT block, with signed passes on (mqtt-policy needs them).
+        let mqtt = Array(all.dropFirst(5))
+        XCTAssertEqual(mqtt, ["[mqtt]", "mqtt-host = broker.example.org", "mqtt-policy = yes", "mqtt-site-topic = scangate-site"])
+        let keygen = try ScangateProcess.run(["credential", "keygen", "--out", dir + "/passes"])
+        XCTAssertEqual(keygen.status, 0, keygen.stderr)
+        let passes = ["[credential]", "credential-format = jwt", "credential-keys = \(dir)/passes/credential-keys.jwks"]
+        try TestFiles.write((passes + mqtt).joined(separator: "\n") + "\n", to: dir + "/mqtt.conf")
+        let mqttCheck = try ScangateProcess.run(["check-config", dir + "/mqtt.conf"])
+        XCTAssertEqual(mqttCheck.status, 0, mqttCheck.stderr)
+        XCTAssertTrue(mqttCheck.stdoutText.contains("mqtt-site-topic = scangate-site"), mqttCheck.stdoutText)
+        // Without signed passes the same block is refused, in one line naming the option.
+        try TestFiles.write(mqtt.joined(separator: "\n") + "\n", to: dir + "/no-passes.conf")
+        let refused = try ScangateProcess.run(["check-config", dir + "/no-passes.conf"])
+        XCTAssertEqual(refused.status, 2)
+        XCTAssertTrue(refused.stderr.contains("mqtt-policy: a site policy decides on signed passes"), refused.stderr)
     }
 
     /// The signed-pass section as an installer runs it: keygen, issue, verify, and the config checked
