@@ -73,13 +73,14 @@ deb: release
 	@scripts/install-deps deb
 	deploy/debian/build-deb $(BIN_RELEASE)
 
-## libFuzzer targets (Tests/Fuzz/README.md), FUZZ_SECONDS each (CI: Tests/Fuzz/run --seconds 10).
+## libFuzzer targets (Tests/Fuzz/README.md), FUZZ_SECONDS each (CI: 10 s each, two targets at a time
+## on the two cores: each libFuzzer run is one process on one core).
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	Tests/Fuzz/run --seconds $(FUZZ_SECONDS)
 
 test-fuzz: deps
-	Tests/Fuzz/run --seconds 10
+	Tests/Fuzz/run --seconds 10 --jobs 2
 
 ## The unit suite under each sanitizer (Tests/Sanitizers/README.md); needs the debug binary (test-unit).
 ## make test leaves out the suites in SANITIZER_SKIP: long end-to-end runs whose subject is neither
