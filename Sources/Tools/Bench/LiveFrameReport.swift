@@ -13,6 +13,8 @@ public struct LiveFrameReport: Sendable {
         public var misreads: [String: Int] = [:]
         /// The frames where it found a code that is not there, in order.
         public var misreadFiles: [String] = []
+        /// The frames showing a code it did not read, in order.
+        public var missedFiles: [String] = []
         var emptyMs = 0.0, emptyCount = 0, codeMs = 0.0, codeCount = 0
 
         public init(decoder: String, categories: [String]) {
@@ -34,6 +36,7 @@ public struct LiveFrameReport: Sendable {
             if read { reads[category, default: 0] += 1 }
             misreads[category, default: 0] += count
             if count > 0 { misreadFiles.append(file) }
+            if showsCode && !read { missedFiles.append(file) }
             guard let cpuMs, cpuMs.isFinite else { return }
             if showsCode { codeMs += cpuMs; codeCount += 1 } else { emptyMs += cpuMs; emptyCount += 1 }
         }
@@ -126,7 +129,7 @@ public struct LiveFrameReport: Sendable {
                     + "\"all\":\(num(ratio(col.cpuAll, z.cpuAll)))}"
             } ?? "null"
             return "{\"name\":\(str(col.decoder)),\"in_process\":\(col.inProcess),\"reads\":\(counts(col.reads)),"
-                + "\"misreads\":\(counts(col.misreads)),\"misread_files\":[\(col.misreadFiles.map(str).joined(separator: ","))],\"reads_total\":\(col.totalReads),\"misreads_total\":\(col.totalMisreads),"
+                + "\"misreads\":\(counts(col.misreads)),\"misread_files\":[\(col.misreadFiles.map(str).joined(separator: ","))],\"missed_files\":[\(col.missedFiles.map(str).joined(separator: ","))],\"reads_total\":\(col.totalReads),\"misreads_total\":\(col.totalMisreads),"
                 + "\"cpu_ms_per_frame\":\(cpu),\"cpu_vs_zbar\":\(vs)}"
         }
         return "{\"directory\":\(str(directory)),\"generator_key\":\(str(key)),\"frames\":\(frames),"
