@@ -21,6 +21,7 @@ import base64
 import importlib.metadata
 import json
 import os
+import re
 import sys
 import time
 
@@ -41,11 +42,13 @@ def read_pgm(path):
             data = f.read()
     except OSError as e:
         fail(f"{path}: {e.strerror}")
-    parts = data.split(maxsplit=4)
-    if len(parts) < 5 or parts[0] != b"P5" or parts[3] != b"255":
+    # The header's last token is followed by exactly one whitespace byte; the pixels may start with
+    # bytes that look like whitespace (a split would eat them).
+    header = re.match(rb"P5\s+(\d+)\s+(\d+)\s+(\d+)\s", data)
+    if header is None or header.group(3) != b"255":
         fail(f"{path}: not an 8-bit binary PGM (P5)")
-    w, h = int(parts[1]), int(parts[2])
-    pixels = parts[4]
+    w, h = int(header.group(1)), int(header.group(2))
+    pixels = data[header.end():]
     if len(pixels) < w * h:
         fail(f"{path}: {len(pixels)} bytes of pixels, want {w * h}")
     return np.frombuffer(pixels[: w * h], dtype=np.uint8).reshape(h, w)
