@@ -299,6 +299,53 @@ struct RegionImage {
         for i in 0..<pixels.count { pixels[i] = table[Int(pixels[i])] }
     }
 
+    /// The image enlarged `factor` times (bilinear), its points still mapped to the same frame pixels.
+    /// zxing-cpp 1.4 misses some codes at 3 pixels a module that it reads at 6 (a glare spot across a
+    /// finder pattern, sensor noise on a stretched crop). Itself when under 2x2 or `factor` < 2.
+    func enlarged(_ factor: Int) -> RegionImage {
+        guard factor >= 2, width >= 2, height >= 2 else { return self }
+        let w = width * factor, h = height * factor
+        let f = Double(factor)
+        var out = [UInt8](repeating: 0, count: w * h)
+        pixels.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                for v in 0..<h {
+                    let fy = min(Double(height - 1), max(0, (Double(v) + 0.5) / f - 0.5))
+                    let iy = min(height - 2, Int(fy)), ay = fy - Double(iy)
+                    for u in 0..<w {
+                        let fx = min(Double(width - 1), max(0, (Double(u) + 0.5) / f - 0.5))
+                        let ix = min(width - 2, Int(fx)), ax = fx - Double(ix)
+                        let i = iy * width + ix
+                        let top = Double(src[i]) * (1 - ax) + Double(src[i + 1]) * ax
+                        let bottom = Double(src[i + width]) * (1 - ax) + Double(src[i + width + 1]) * ax
+                        dst[v * w + u] = UInt8(min(255, max(0, top * (1 - ay) + bottom * ay + 0.5)))
+                    }
+                }
+            }
+        }
+        // Image (u, v) is the original's ((u + 0.5) / f - 0.5, (v + 0.5) / f - 0.5).
+        let shift = 0.5 / f - 0.5
+        return RegionImage(width: w, height: h, pixels: out,
+                           originX: originX + shift * (axisX.0 + axisY.0), originY: originY + shift * (axisX.1 + axisY.1),
+                           axisX: (axisX.0 / f, axisX.1 / f), axisY: (axisY.0 / f, axisY.1 / f))
+    }
+
+    /// The mean grey level of this image inside `region` (frame pixels; a crop's image axes are the
+    /// frame's) and around it. A phone in dark mode: light modules inside, a dark screen around.
+    func means(inside region: CodeRegion) -> (inside: Int, around: Int) {
+        let x0 = max(0, region.x0 - Int(originX)), x1 = min(width, region.x1 - Int(originX))
+        let y0 = max(0, region.y0 - Int(originY)), y1 = min(height, region.y1 - Int(originY))
+        var inSum = 0, inCount = 0, outSum = 0, outCount = 0
+        for y in 0..<height {
+            let inRow = y >= y0 && y < y1
+            for x in 0..<width {
+                let v = Int(pixels[y * width + x])
+                if inRow, x >= x0, x < x1 { inSum += v; inCount += 1 } else { outSum += v; outCount += 1 }
+            }
+        }
+        return (inCount > 0 ? inSum / inCount : 0, outCount > 0 ? outSum / outCount : 0)
+    }
+
     /// Light for dark: a phone in dark mode.
     mutating func invert() {
         for i in 0..<pixels.count { pixels[i] = 255 &- pixels[i] }
@@ -313,12 +360,30 @@ struct BullsEye: Equatable {
     var module: Double
 
     /// The mean of the places found on at least two rows of `region`; nil when fewer.
-    static func find(in region: CodeRegion, width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>) -> BullsEye? {
+    /// `midway`: dark is below halfway between the darkest and lightest 5% (a code turned upright and
+    /// enlarged, with a light label and a grey surround); otherwise below the region's mean.
+    static func find(in region: CodeRegion, width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>,
+                     midway: Bool = false) -> BullsEye? {
         let x0 = max(0, region.x0), x1 = min(width, region.x1), y0 = max(0, region.y0), y1 = min(height, region.y1)
         guard x1 - x0 >= 9, y1 - y0 >= 9, luma.count >= width * height else { return nil }
         var sum = 0, n = 0
-        for y in stride(from: y0, to: y1, by: 2) { for x in stride(from: x0, to: x1, by: 2) { sum += Int(luma[y * width + x]); n += 1 } }
-        let threshold = sum / max(1, n)
+        var histogram = [Int](repeating: 0, count: 256)
+        for y in stride(from: y0, to: y1, by: 2) {
+            for x in stride(from: x0, to: x1, by: 2) {
+                let v = Int(luma[y * width + x])
+                sum += v; n += 1; histogram[v] += 1
+            }
+        }
+        var threshold = sum / max(1, n)
+        if midway {
+            let cut = n / 20
+            var lo = 0, acc = 0
+            while lo < 255 { acc += histogram[lo]; if acc > cut { break }; lo += 1 }
+            var hi = 255
+            acc = 0
+            while hi > 0 { acc += histogram[hi]; if acc > cut { break }; hi -= 1 }
+            threshold = (lo + hi + 1) / 2
+        }
         var found = 0
         var sx = 0.0, sy = 0.0, sm = 0.0
         for y in y0..<y1 {

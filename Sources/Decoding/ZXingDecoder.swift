@@ -8,14 +8,19 @@ import Settings
 /// On the live path a frame is read once whole; only when that finds nothing, in this order, each only
 /// while nothing is found (docs/decoding.md has what each costs):
 /// 1. the regions with many strong edges (`RegionFinder`, at most three): the bars and the bar-like
-///    regions read by zbar for the 1D formats; each region cropped (its grey levels stretched when faded) and read for the 2D
-///    formats, again with the global-histogram binarizer, and inverted (`invertRetry`: dark mode); a
-///    region with an Aztec bull's eye is turned upright, enlarged and read for Aztec;
+///    regions read by zbar for the 1D formats; each region cropped (its grey levels stretched when
+///    faded) and read for the 2D formats, again with the global-histogram binarizer, and inverted
+///    (`invertRetry`: dark mode; a small region on a dark surround again at twice the size); a region
+///    with an Aztec bull's eye is turned upright, enlarged and read for Aztec (again over the code alone
+///    when the region reaches well beyond it);
 /// 2. the whole frame at half size (each 2x2 pixels averaged: sensor noise halved) for QR and Micro QR;
 /// 3. the faint regions (at most two, up to 200 px: a dim code beside a bright label) cropped, stretched
-///    and read for QR, Micro QR and DataMatrix with either binarizer;
-/// 4. the square regions (2D codes, at most two) turned upright and enlarged 2.5x, read for Aztec and
-///    DataMatrix: zxing-cpp 1.4 looks for both only from the image centre.
+///    and read for QR, Micro QR and DataMatrix with either binarizer, and the small square ones again at
+///    twice the size;
+/// 4. the square regions (2D codes, at most two; of one longer than 200 px, the square at its busier
+///    end): cropped, stretched and read for QR, Micro QR and DataMatrix (a dim code touching a bright
+///    label), then turned upright and enlarged 2.5x for Aztec and DataMatrix, as zxing-cpp 1.4 looks for
+///    both only from the image centre, and read again around an Aztec bull's eye found there.
 /// Without `regions` (`globalRetry` off, decode-image, the bench's library column) it is the whole frame,
 /// then the global binarizer (`globalRetry`), then the inverted frame (`invertRetry`). With them, the
 /// global binarizer reads crops only: on the whole frame it read nothing more on the live-path frames
@@ -176,8 +181,13 @@ public final class ZXingDecoder: Decoder {
             var found = read(readers.matrix, crop)
             if found.isEmpty { found = read(readers.global, crop) }
             if found.isEmpty, invertRetry {
+                let (inside, around) = crop.means(inside: region)
                 crop.invert()
                 found = read(readers.qrLike, crop)
+                // A small code on a dark screen (light inside, dark around): read again at twice the size.
+                if found.isEmpty, ZXingDecoder.looksDarkMode(region, inside: inside, around: around) {
+                    found = read(readers.qrLike, crop.enlarged(2))
+                }
                 lastFoundInverted = !found.isEmpty
             }
             if found.isEmpty, readers.aztec.formats != 0,
@@ -190,6 +200,11 @@ public final class ZXingDecoder: Decoder {
                 if let upright = RegionImage.warp(region, centreX: eye.x, centreY: eye.y, side: side, scale: scale,
                                                   width: width, height: height, luma: luma) {
                     found = read(readers.aztec, upright)
+                }
+                // The region reaches well beyond a compact Aztec code (a label of text beside it, whose
+                // edges also skew the angle): again around the eye only.
+                if found.isEmpty, reach > eye.module * 20 {
+                    found = readCompactAztec(readers, eye, width: width, height: height, luma: luma)
                 }
             }
             if !found.isEmpty { return found }
@@ -206,18 +221,92 @@ public final class ZXingDecoder: Decoder {
             crop.stretchLowContrast()
             var found = read(readers.qrLike, crop)
             if found.isEmpty { found = read(readers.global, crop) }
+            // A small, squarish faint region (a dim QR or DataMatrix, its noise stretched with it): read
+            // again at twice the size.
+            let long = max(region.width, region.height), short = min(region.width, region.height)
+            if found.isEmpty, long <= 128, long * 10 <= short * 14 { found = read(readers.qrLike, crop.enlarged(2)) }
             if !found.isEmpty { return found }
         }
-        guard readers.upright.formats != 0 else { return [] }
-        for region in regions.square.prefix(2) where region.width <= 200 && region.height <= 200 {
+        guard readers.upright.formats | readers.qrLike.formats != 0 else { return [] }
+        var squares: [CodeRegion] = []
+        for region in regions.square.prefix(2) {
+            let short = min(region.width, region.height), long = max(region.width, region.height)
+            if long <= 200 {
+                squares.append(region)
+            } else if short <= 200 {
+                // Longer than 200 px: a code and what touches it (a label of text beside a DataMatrix).
+                // The square at whichever end has more edges.
+                var a = region, b = region
+                if region.width > region.height { a.x1 = a.x0 + short; b.x0 = b.x1 - short } else { a.y1 = a.y0 + short; b.y0 = b.y1 - short }
+                squares.append(ZXingDecoder.edgeSum(a, width: width, height: height, luma: luma)
+                    >= ZXingDecoder.edgeSum(b, width: width, height: height, luma: luma) ? a : b)
+            }
+        }
+        for region in squares {
+            // A dim QR or DataMatrix on a label beside a bright one: its busy region holds both, and the
+            // bright label keeps that crop from being stretched. Its square region is the code alone.
+            if var crop = RegionImage.crop(region, marginX: 20, marginY: 20, width: width, height: height, luma: luma) {
+                crop.stretchLowContrast()
+                let found = read(readers.qrLike, crop)
+                if !found.isEmpty { return found }
+            }
+            guard readers.upright.formats != 0 else { continue }
             let side = max(region.width, region.height) * 13 / 10 + 16
             guard let upright = RegionImage.warp(region, centreX: Double(region.x0 + region.x1) / 2,
                                                  centreY: Double(region.y0 + region.y1) / 2, side: side, scale: 2.5,
                                                  width: width, height: height, luma: luma) else { continue }
-            let found = read(readers.upright, upright)
+            var found = read(readers.upright, upright)
+            // Turned upright, an Aztec code's bull's eye shows along the rows and columns even when it
+            // did not in the frame (rotated 20-45°): read again centred on it. Looked for in the middle
+            // half, where the eye of a code filling the region is.
+            let middle = CodeRegion(x0: upright.width / 4, y0: upright.height / 4, x1: upright.width * 3 / 4,
+                                    y1: upright.height * 3 / 4, energy: 0, gx: 0, gy: 0)
+            if found.isEmpty, readers.aztec.formats != 0, let eye = upright.pixels.withUnsafeBufferPointer({
+                BullsEye.find(in: middle, width: upright.width, height: upright.height, luma: $0, midway: true)
+            }) {
+                let centre = upright.framePoint(Point(x: Int(eye.x.rounded()), y: Int(eye.y.rounded())))
+                found = readCompactAztec(readers, BullsEye(x: Double(centre.x), y: Double(centre.y), module: eye.module / 2.5),
+                                         width: width, height: height, luma: luma)
+            }
             if !found.isEmpty { return found }
         }
         return []
+    }
+
+    /// Aztec read around a bull's eye only: 16 modules each way (a compact code is at most 27 modules
+    /// across), turned upright by the edges there and enlarged to about 10 pixels a module.
+    private func readCompactAztec(_ readers: RegionReaders, _ eye: BullsEye, width: Int, height: Int,
+                                  luma: UnsafeBufferPointer<UInt8>) -> [DecodedSymbol] {
+        let reach = eye.module * 16
+        let near = CodeRegion(x0: Int(eye.x - reach), y0: Int(eye.y - reach), x1: Int(eye.x + reach),
+                              y1: Int(eye.y + reach), energy: 0, gx: 0, gy: 0)
+        let side = Int(2 * reach)
+        guard let upright = RegionImage.warp(near, centreX: eye.x, centreY: eye.y, side: side,
+                                             scale: min(10 / eye.module, 720 / Double(max(1, side))),
+                                             width: width, height: height, luma: luma) else { return [] }
+        return read(readers.aztec, upright)
+    }
+
+    /// A region that looks like a phone in dark mode: at most 144 px (modules of a few pixels), its mean
+    /// at least 32 levels above a dark surround (under 64). Texture and labels on the live-path frames'
+    /// empty scenes have surrounds of 99-180.
+    static func looksDarkMode(_ region: CodeRegion, inside: Int, around: Int) -> Bool {
+        max(region.width, region.height) <= 144 && around < 64 && inside > around + 32
+    }
+
+    /// The summed |differences| across and down `box`, every second row.
+    static func edgeSum(_ box: CodeRegion, width: Int, height: Int, luma: UnsafeBufferPointer<UInt8>) -> Int {
+        var sum = 0
+        let x1 = min(box.x1, width - 1), y1 = min(box.y1, height - 1)
+        guard box.x0 >= 0, box.y0 >= 0, box.x0 < x1, box.y0 < y1 else { return 0 }
+        for y in stride(from: box.y0, to: y1, by: 2) {
+            let row = y * width
+            for x in box.x0..<x1 {
+                let p = Int(luma[row + x])
+                sum += abs(Int(luma[row + x + 1]) - p) + abs(Int(luma[row + width + x]) - p)
+            }
+        }
+        return sum
     }
 
     /// The 1D codes short enough to be found inside a longer one.

@@ -261,6 +261,58 @@ final class ZXingDecoderTests: XCTestCase {
                        ["dim beside a label"])
     }
 
+    /// Issue 20: the live-path bench frames (Tests/LiveFrames/generate.py: segno and zint codes, placed
+    /// and degraded as a camera sees them) that the region passes missed, kept as PNG: a dim QR touching
+    /// a bright label of text (two), a small QR in dark mode under a glare spot, a DataMatrix whose square
+    /// region runs on into a label (over 200 px), and an Aztec turned 25° beside a label. Each is read, at
+    /// the code's place in the frame (its centre within 20 px), and zxing-cpp 1.4 alone reads none of them.
+    func testHardLiveFramesAreReadWhereTheCodeIs() throws {
+        let cases: [(file: String, payload: String, centreX: Int, centreY: Int)] = [
+            ("seed20-qr-lowcontrast-012", "SG-QR-LOWCONTRAST-0012-QDTMKKYC", 368, 251),
+            ("seed22-qr-lowcontrast-027", "SG-QR-LOWCONTRAST-0027-CR982B7R", 322, 244),
+            ("seed20-qr-inverted-017", "SG-QR-INVERTED-0017-LQTT6FUR", 292, 206),
+            ("seed20-datamatrix-offcentre-026", "DM-0026-PT9P9F9D", 519, 117),
+            ("seed21-aztec-offcentre-025", "AZ-0025-EUM6LSZT", 495, 92),
+        ]
+        var alone = DecoderSettings()
+        alone.symbologies = Set(Symbology.allCases)
+        let d = decoder()
+        for c in cases {
+            let image = try ImageFile.read(path: TestFiles.repositoryRoot + "/Tests/ScanGateTests/Fixtures/live-frames/\(c.file).png")
+            let found = decode(image, with: d)
+            XCTAssertEqual(found.map { String(decoding: $0.data, as: UTF8.self) }, [c.payload], c.file)
+            XCTAssertTrue(decode(image, with: ZXingDecoder(settings: alone, regions: false)).isEmpty, "\(c.file): the library alone")
+            let bounds = try XCTUnwrap(found.first?.bounds, c.file)
+            XCTAssertLessThan(abs(bounds.x + bounds.w / 2 - c.centreX), 20, "\(c.file): \(bounds)")
+            XCTAssertLessThan(abs(bounds.y + bounds.h / 2 - c.centreY), 20, "\(c.file): \(bounds)")
+        }
+        XCTAssertEqual(d.failedReads, 0)
+    }
+
+    /// An enlarged image maps its points back to the same frame pixels, and the dark-mode test takes a
+    /// small light region on a dark surround only.
+    func testEnlargedImagesMapBackAndDarkModeIsSmallLightOnDark() throws {
+        var pixels = [UInt8](repeating: 0, count: 640 * 480)
+        for i in 0..<pixels.count { pixels[i] = UInt8(i % 251) }
+        let region = CodeRegion(x0: 100, y0: 60, x1: 180, y1: 140, energy: 0, gx: 0, gy: 0)
+        let crop = try XCTUnwrap(pixels.withUnsafeBufferPointer {
+            RegionImage.crop(region, marginX: 20, marginY: 20, width: 640, height: 480, luma: $0)
+        })
+        let big = crop.enlarged(2)
+        XCTAssertEqual(big.width, crop.width * 2)
+        XCTAssertEqual(big.height, crop.height * 2)
+        for (x, y) in [(0, 0), (10, 30), (crop.width - 1, crop.height - 1)] {
+            let here = crop.framePoint(Point(x: x, y: y))
+            let there = big.framePoint(Point(x: 2 * x, y: 2 * y))
+            XCTAssertLessThanOrEqual(abs(here.x - there.x) + abs(here.y - there.y), 1, "(\(x), \(y))")
+        }
+        XCTAssertTrue(ZXingDecoder.looksDarkMode(region, inside: 110, around: 30))
+        XCTAssertFalse(ZXingDecoder.looksDarkMode(region, inside: 110, around: 90), "a grey surround")
+        XCTAssertFalse(ZXingDecoder.looksDarkMode(region, inside: 50, around: 30), "dim inside")
+        let large = CodeRegion(x0: 0, y0: 0, x1: 300, y1: 300, energy: 0, gx: 0, gy: 0)
+        XCTAssertFalse(ZXingDecoder.looksDarkMode(large, inside: 110, around: 30), "over 144 px")
+    }
+
     /// Scenes with no code (noise, a gradient, a patch of text-like dashes, a grid) read nothing, however
     /// much of them the region passes look at again.
     func testEmptyScenesReadNothing() throws {
