@@ -91,11 +91,13 @@ let package = Package(
         .target(name: "Serial", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine"], path: "Sources/Outputs/Serial",
                 swiftSettings: swiftSettings),
         // OSDP v2 peripheral device (a reader on a panel's RS-485 line): frames, secure channel, the PD.
-        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine", "COpenSSL"],
+        // GPIO inputs watched on a thread with debounce (the OSDP reader's tamper, power and door contact).
+        .target(name: "InputLines", dependencies: ["Core", "Platform", "Runtime", "Settings", "GPIO"], swiftSettings: swiftSettings),
+        .target(name: "OSDP", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "SerialLine", "COpenSSL", "GPIO", "InputLines"],
                 path: "Sources/Outputs/OSDP", swiftSettings: swiftSettings),
         // Wiegand on two GPIO lines (formats, number mapping, a real-time transmitter) and the panel's LED
         // and beeper inputs.
-        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components", "GPIO"],
+        .target(name: "Wiegand", dependencies: ["Core", "Platform", "Runtime", "Settings", "Components", "GPIO", "InputLines"],
                 path: "Sources/Outputs/Wiegand", swiftSettings: swiftSettings),
         // A door strike's relay on one GPIO line, pulsed for each accepted read (a door with no panel).
         .target(name: "DoorRelay", dependencies: ["Core", "Platform", "Settings", "Components", "Runtime", "GPIO"],

@@ -38,7 +38,7 @@ public enum Catalog {
             StdoutOutput.component,
             SerialOutput.component(system: seams.serial),
             WiegandOutput.component(calls: seams.gpiod),
-            OSDPOutput.component(system: seams.serial, firmware: firmware, wiegandBits: wiegandBits),
+            OSDPOutput.component(system: seams.serial, gpiod: seams.gpiod, firmware: firmware, wiegandBits: wiegandBits),
             DoorRelayOutput.component(calls: seams.gpiod),
             MQTTOutput.component(hooks: fleet),
             GPIOFeedback.component(calls: seams.gpiod),

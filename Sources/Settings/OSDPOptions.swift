@@ -60,7 +60,7 @@ extension OptionTable {
                    apply: { s, v in s.osdp.ttlMs = try ParseValue.int(v, in: OSDPSettings.ttlRange) },
                    show: { String($0.osdp.ttlMs) }),
         OptionSpec("osdp-vendor-code", .osdp, .value(placeholder: "OUI"), default: "0",
-                   help: "the IEEE OUI reported in osdp_PDID, 0-16777215 (or 0x hex)",
+                   help: "your IEEE OUI, reported in osdp_PDID: 1-16777215 or 0x hex; required with osdp (0 is refused)",
                    apply: { s, v in
                        let t = v.trimmingSpaces.lowercased()
                        let n = t.hasPrefix("0x") ? Int(t.dropFirst(2), radix: 16) : Int(t)
@@ -87,5 +87,65 @@ extension OptionTable {
                    help: "no command from the panel for this long: controller offline, the secure channel dropped (the spec's 8 s)",
                    apply: { s, v in s.osdp.offlineAfterMs = try ParseValue.int(v, in: OSDPSettings.offlineRange) },
                    show: { String($0.osdp.offlineAfterMs) }),
+        OptionSpec("osdp-tamper-line", .osdp, .value(placeholder: "LINE"), default: "",
+                   help: "a tamper switch (GPIO input; offset or name): reported to the panel in LSTATR and ISTATR input 0; unset: none",
+                   apply: { s, v in
+                       let t = v.trimmingSpaces
+                       if t.isEmpty { s.osdp.tamperLine = nil; return }
+                       guard let spec = GPIOLineSpec.parse(t) else {
+                           throw OptionValueError("'\(v)' is not a line offset (0-65535) or a line name like GPIO5")
+                       }
+                       s.osdp.tamperLine = spec
+                   },
+                   show: { $0.osdp.tamperLine?.description ?? "" }),
+        OptionSpec("osdp-tamper-active-low", .osdp, .flag, default: "false",
+                   help: "the tamper input reads low when tampered with (a contact that closes to ground when the case opens)",
+                   apply: { s, v in s.osdp.tamperActiveLow = try ParseValue.bool(v) },
+                   show: { String($0.osdp.tamperActiveLow) }),
+        OptionSpec("osdp-power-line", .osdp, .value(placeholder: "LINE"), default: "",
+                   help: "a supply monitor or UPS output (GPIO input), active on power failure: reported in LSTATR; unset: none",
+                   apply: { s, v in
+                       let t = v.trimmingSpaces
+                       if t.isEmpty { s.osdp.powerLine = nil; return }
+                       guard let spec = GPIOLineSpec.parse(t) else {
+                           throw OptionValueError("'\(v)' is not a line offset (0-65535) or a line name like GPIO5")
+                       }
+                       s.osdp.powerLine = spec
+                   },
+                   show: { $0.osdp.powerLine?.description ?? "" }),
+        OptionSpec("osdp-power-active-low", .osdp, .flag, default: "false",
+                   help: "the power input reads low on power failure (a power-good signal)",
+                   apply: { s, v in s.osdp.powerActiveLow = try ParseValue.bool(v) },
+                   show: { String($0.osdp.powerActiveLow) }),
+        OptionSpec("osdp-power-undervoltage", .osdp, .flag, default: "false",
+                   help: "also report power failure while a Raspberry Pi's firmware flags under-voltage (hwmon rpi_volt, in0_lcrit_alarm)",
+                   apply: { s, v in s.osdp.powerUndervoltage = try ParseValue.bool(v) },
+                   show: { String($0.osdp.powerUndervoltage) }),
+        OptionSpec("door-contact-line", .osdp, .value(placeholder: "LINE"), default: "",
+                   help: "the door contact (GPIO input): ISTATR input 1, changes sent to the panel unsolicited; unset: none",
+                   apply: { s, v in
+                       let t = v.trimmingSpaces
+                       if t.isEmpty { s.osdp.doorContactLine = nil; return }
+                       guard let spec = GPIOLineSpec.parse(t) else {
+                           throw OptionValueError("'\(v)' is not a line offset (0-65535) or a line name like GPIO5")
+                       }
+                       s.osdp.doorContactLine = spec
+                   },
+                   show: { $0.osdp.doorContactLine?.description ?? "" }),
+        OptionSpec("door-contact-active-low", .osdp, .flag, default: "false",
+                   help: "the door contact reads low when the door is open",
+                   apply: { s, v in s.osdp.doorContactActiveLow = try ParseValue.bool(v) },
+                   show: { String($0.osdp.doorContactActiveLow) }),
+        OptionSpec("osdp-input-chip", .osdp, .value(placeholder: "LABEL|NAME|PATH"), default: "",
+                   help: "the chip of the tamper, power and door-contact lines when it is not gpio-chip",
+                   apply: { s, v in
+                       let t = v.trimmingSpaces
+                       s.osdp.inputChip = t.isEmpty ? nil : t
+                   },
+                   show: { $0.osdp.inputChip ?? "" }),
+        OptionSpec("osdp-input-debounce-ms", .osdp, .value(placeholder: "MS"), default: "20",
+                   help: "an input's new level counts once it has held this long, 0-1000 ms",
+                   apply: { s, v in s.osdp.inputDebounceMs = try ParseValue.int(v, in: OSDPSettings.debounceRange) },
+                   show: { String($0.osdp.inputDebounceMs) }),
     ]
 }

@@ -49,7 +49,8 @@ public struct OSDPSettings: SettingsSection {
     public var cardFormat: OSDPCardFormat = .raw
     /// `osdp-ttl-ms`: a read still waiting for a poll after this long is dropped, never sent late.
     public var ttlMs = 5000
-    /// `osdp-vendor-code`: the IEEE OUI in osdp_PDID, 0 to 0xFFFFFF.
+    /// `osdp-vendor-code`: the IEEE OUI in osdp_PDID, 1 to 0xFFFFFF. 0 (unset) is refused when OSDP is
+    /// on: a conformance tool fails a PDID whose OUI is all zeros.
     public var vendorCode: Int = 0
     /// `osdp-model`: 0-255.
     public var model: Int = 1
@@ -59,7 +60,39 @@ public struct OSDPSettings: SettingsSection {
     /// says 8 s): the link is reported offline and the secure channel dropped.
     public var offlineAfterMs = 8000
 
+    /// `osdp-tamper-line`: a tamper switch (GPIO input), reported in osdp_LSTATR and as input 0 of
+    /// osdp_ISTATR. nil: none (tamper always normal).
+    public var tamperLine: GPIOLineSpec? = nil
+    /// `osdp-tamper-active-low`: the switch reads low when the case is opened.
+    public var tamperActiveLow = false
+    /// `osdp-power-line`: a supply monitor or UPS output (GPIO input), active on power failure; reported
+    /// in osdp_LSTATR.
+    public var powerLine: GPIOLineSpec? = nil
+    /// `osdp-power-active-low`.
+    public var powerActiveLow = false
+    /// `osdp-power-undervoltage`: also report power failure while a Raspberry Pi's firmware flags
+    /// under-voltage (the kernel's rpi_volt hwmon device, in0_lcrit_alarm).
+    public var powerUndervoltage = false
+    /// `door-contact-line`: the door's contact (GPIO input), input 1 of osdp_ISTATR.
+    public var doorContactLine: GPIOLineSpec? = nil
+    /// `door-contact-active-low`.
+    public var doorContactActiveLow = false
+    /// `osdp-input-chip`: the chip of the three input lines when it is not gpio-chip.
+    public var inputChip: String? = nil
+    /// `osdp-input-debounce-ms`: an input's level counts once it has held this long.
+    public var inputDebounceMs = 20
+
     public init() {}
+
+    /// The lines the PD watches, with the option that names each.
+    public var inputLines: [(option: String, line: GPIOLineSpec)] {
+        [("osdp-tamper-line", tamperLine), ("osdp-power-line", powerLine), ("door-contact-line", doorContactLine)]
+            .compactMap { pair in pair.1.map { (pair.0, $0) } }
+    }
+
+    /// Where an OUI comes from, for the message that refuses a zero vendor code.
+    public static let vendorCodeHelp = "set osdp-vendor-code to your company's IEEE OUI (24 bits; registered at https://standards.ieee.org/products-programs/regauth/, the first three bytes of your own MAC addresses), as 0x hex or decimal; a bench or test rig may use any non-zero value, for example 0x0A0B0C, but never ship it"
+    public static let debounceRange = 0...1000
 
     /// The line speeds OSDP defines.
     public static let allowedBauds = [9600, 19200, 38400, 57600, 115200, 230400]
@@ -99,7 +132,22 @@ public struct OSDPSettings: SettingsSection {
             throw UsageError("osdp-ttl-ms: \(ttlMs) is out of range (\(Self.ttlRange.lowerBound) to \(Self.ttlRange.upperBound))")
         }
         if !(0...0xFF_FFFF).contains(vendorCode) {
-            throw UsageError("osdp-vendor-code: \(vendorCode) does not fit 24 bits (0 to 16777215, 0xFFFFFF)")
+            throw UsageError("osdp-vendor-code: \(vendorCode) does not fit 24 bits (1 to 16777215, 0xFFFFFF)")
+        }
+        if vendorCode == 0 {
+            throw UsageError("osdp-vendor-code: 0 (unset) is not a vendor's OUI, and a panel's conformance check fails a PDID of zeros; \(Self.vendorCodeHelp)")
+        }
+        if !Self.debounceRange.contains(inputDebounceMs) {
+            throw UsageError("osdp-input-debounce-ms: \(inputDebounceMs) is out of range (\(Self.debounceRange.lowerBound) to \(Self.debounceRange.upperBound))")
+        }
+        let lines = inputLines
+        if !lines.isEmpty && (inputChip ?? "").isEmpty {
+            throw UsageError("\(lines[0].option) needs a GPIO chip: set osdp-input-chip or gpio-chip (a label such as pinctrl-rp1, a name such as gpiochip0, or a path)")
+        }
+        for (i, a) in lines.enumerated() {
+            for b in lines[(i + 1)...] where a.line == b.line {
+                throw UsageError("\(a.option) and \(b.option) both name line \(a.line): give each input its own line")
+            }
         }
         if !(0...255).contains(model) {
             throw UsageError("osdp-model: \(model) is out of range (0 to 255)")
@@ -122,5 +170,12 @@ extension RunSettings {
     public var osdp: OSDPSettings {
         get { self[OSDPSettings.self] }
         set { self[OSDPSettings.self] = newValue }
+    }
+
+    /// `[osdp]` with the input lines' chip defaulting to gpio-chip.
+    public var effectiveOSDP: OSDPSettings {
+        var o = osdp
+        if o.inputChip == nil { o.inputChip = gpio.chip }
+        return o
     }
 }

@@ -30,11 +30,13 @@ public enum OSDPReply: UInt8, Sendable {
     case pdID = 0x45
     case capabilities = 0x46
     case localStatus = 0x48
+    case inputStatus = 0x49
     case raw = 0x50
     case com = 0x54
     case clientCryptogram = 0x76
     case initialReplyMAC = 0x78
     case busy = 0x79
+    case manufacturer = 0x90
 }
 
 /// The error code of an osdp_NAK (the spec's table of NAK codes).

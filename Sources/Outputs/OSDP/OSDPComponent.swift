@@ -1,4 +1,5 @@
 import Components
+import GPIO
 import Core
 import Platform
 import SerialLine
@@ -22,23 +23,28 @@ extension OSDPOutput {
     }
 
     /// The `[osdp]` door output: a reader (PD) on the panel's RS-485 line.
-    public static func component(system: any SerialSystemCalls = GlibcSerialSystemCalls(), firmware: [UInt8],
-                                 wiegandBits: @escaping OSDPWiegandBits) -> Component {
+    public static func component(system: any SerialSystemCalls = GlibcSerialSystemCalls(), gpiod: any GpiodCalls = SystemGpiodCalls(),
+                                 firmware: [UInt8], wiegandBits: @escaping OSDPWiegandBits) -> Component {
         Component(
             name: "osdp", options: OptionTable.osdp,
             role: .output(OutputFactory(
                 isConfigured: { $0.osdp.device != nil },
                 sameSettings: { a, b in
-                    a.osdp == b.osdp && features(a) == features(b)
+                    a.effectiveOSDP == b.effectiveOSDP && features(a) == features(b)
                         && (a.osdp.cardFormat == .raw || a.effectiveWiegand == b.effectiveWiegand)
                 },
-                validate: { settings in try settings.osdp.validate() },
+                validate: { settings in try settings.effectiveOSDP.validate() },
                 make: { settings, context in
-                    try OSDPOutput(settings: settings.osdp, features: features(settings), feedback: context.feedback,
+                    try OSDPOutput(settings: settings.effectiveOSDP, features: features(settings), feedback: context.feedback,
                                    linkObserver: context.links, logger: context.logger, firmware: firmware,
                                    wiegandBits: settings.osdp.cardFormat == .wiegand ? wiegandBits(settings) : nil,
-                                   system: system)
+                                   system: system, gpiod: gpiod)
                 })),
+            lineClaims: { settings in
+                let o = settings.effectiveOSDP
+                guard o.device != nil, let chip = o.inputChip else { return [] }
+                return o.inputLines.map { GPIOLineClaim(section: "osdp", option: $0.option, chip: chip, line: $0.line) }
+            },
             doctor: { settings, context in
                 guard settings.osdp.device != nil else { return [] }
                 return securityRows(settings, firmware: firmware)

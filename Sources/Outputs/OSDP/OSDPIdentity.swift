@@ -87,8 +87,11 @@ public struct OSDPReaderFeatures: Equatable, Sendable {
 enum OSDPCapabilities {
     /// (function code, compliance level, number of items), in function-code order.
     static func entries(features: OSDPReaderFeatures, secure: OSDPSecureMode, defaultKeyAccepted: Bool,
-                        receiveBuffer: Int) -> [(UInt8, UInt8, UInt8)] {
+                        receiveBuffer: Int, inputs: Int = 0) -> [(UInt8, UInt8, UInt8)] {
         var list: [(UInt8, UInt8, UInt8)] = []
+        // 1: contact status monitoring: the tamper switch and the door contact, active or not (no
+        // supervision of the wiring).
+        if inputs > 0 { list.append((1, 1, UInt8(truncatingIfNeeded: inputs))) }
         // 3: card data as an array of bits (osdp_RAW), at most 1024 bits.
         list.append((3, 1, 0))
         // 4: LEDs with timed commands; red+green+amber is OSDP's "tri-color".
@@ -117,9 +120,9 @@ enum OSDPCapabilities {
     }
 
     static func data(features: OSDPReaderFeatures, secure: OSDPSecureMode, defaultKeyAccepted: Bool,
-                     receiveBuffer: Int) -> [UInt8] {
+                     receiveBuffer: Int, inputs: Int = 0) -> [UInt8] {
         entries(features: features, secure: secure, defaultKeyAccepted: defaultKeyAccepted,
-                receiveBuffer: receiveBuffer).flatMap { [$0.0, $0.1, $0.2] }
+                receiveBuffer: receiveBuffer, inputs: inputs).flatMap { [$0.0, $0.1, $0.2] }
     }
 }
 

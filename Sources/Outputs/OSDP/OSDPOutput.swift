@@ -1,4 +1,6 @@
 import Core
+import GPIO
+import InputLines
 import Platform
 import Runtime
 import SerialLine
@@ -24,6 +26,8 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
     private let logger: Logger
     private let wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)?
     private let worker: Worker<OSDPCardRead>
+    /// The tamper switch, supply monitor and door contact lines (nil: none configured).
+    private let inputs: DebouncedInputs?
 
     /// Builds the PD from the settings, the key file and the state file (errors name the file or option),
     /// and starts the link thread. A port that cannot be opened now is logged and retried in the
@@ -36,8 +40,10 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
                 linkObserver: ControllerLinkObserver, logger: Logger, firmware: [UInt8] = [0, 0, 0],
                 wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)? = nil,
                 system: SerialSystemCalls = GlibcSerialSystemCalls(),
+                gpiod: any GpiodCalls = SystemGpiodCalls(),
                 clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
-                machineIDPath: String = "/etc/machine-id") throws(UsageError) {
+                machineIDPath: String = "/etc/machine-id",
+                hwmonRoot: String = "/sys/class/hwmon") throws(UsageError) {
         guard let device = settings.device else { throw UsageError("osdp: no device set (osdp = /dev/ttyUSB0 ...)") }
         if settings.cardFormat == .wiegand && wiegandBits == nil {
             throw UsageError("osdp-card-format = wiegand needs the Wiegand encoder: configure the [wiegand] format, or use osdp-card-format = raw")
@@ -68,12 +74,46 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         self.wiegandBits = wiegandBits
         let health = PosixMutex(ComponentHealth(name: "osdp", state: .down, detail: "\(device): not open yet"))
         self.healthState = health
+        let levels = PosixMutex(OSDPInputLevels())
+        var undervoltage: OSDPUndervoltageFlag?
+        if settings.powerUndervoltage {
+            undervoltage = OSDPUndervoltageFlag.find(root: hwmonRoot)
+            if let flag = undervoltage {
+                logger.info("osdp: power status includes the firmware's under-voltage flag (\(flag.path))")
+            } else {
+                logger.warning("osdp: osdp-power-undervoltage = yes, but no rpi_volt hwmon device under \(hwmonRoot) (not a Raspberry Pi, or its kernel lacks raspberrypi-hwmon): power is reported from osdp-power-line alone")
+            }
+        }
         let link = OSDPLink(device: device, settings: settings, baud: startup.configuration.baud,
                             peripheral: peripheral, health: health, feedback: feedback,
-                            linkObserver: linkObserver, logger: logger, system: system, clock: clock)
+                            linkObserver: linkObserver, logger: logger, system: system, clock: clock,
+                            levels: levels, undervoltage: undervoltage)
+        var lines: [DebouncedInputs.Input] = []
+        if let line = settings.tamperLine {
+            lines.append(.init(name: "tamper", title: "tamper switch", option: "osdp-tamper-line", line: line, activeLow: settings.tamperActiveLow))
+        }
+        if let line = settings.powerLine {
+            lines.append(.init(name: "power", title: "supply monitor", option: "osdp-power-line", line: line, activeLow: settings.powerActiveLow))
+        }
+        if let line = settings.doorContactLine {
+            lines.append(.init(name: "door", title: "door contact", option: "door-contact-line", line: line, activeLow: settings.doorContactActiveLow))
+        }
+        if !lines.isEmpty, let chip = settings.inputChip {
+            do throws(SystemError) {
+                inputs = try DebouncedInputs(prefix: "osdp", chip: chip, inputs: lines,
+                                             runtime: .init(debounceMs: Double(settings.inputDebounceMs)), calls: gpiod, logger: logger) { name, active in
+                    levels.withLock { $0.set(name, active) }
+                }
+            } catch {
+                throw UsageError("osdp: cannot start the input thread: \(error)")
+            }
+        } else {
+            inputs = nil
+        }
         do throws(SystemError) {
             worker = try Worker(name: "osdp-link", capacity: Self.mailboxCapacity, overflow: .refuse) { inbox in link.run(inbox) }
         } catch {
+            inputs?.close(deadline: MonotonicInstant.now().adding(milliseconds: 500))
             throw UsageError("osdp: cannot start the link thread: \(error)")
         }
     }
@@ -113,6 +153,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
     /// Stops the link thread (it answers nothing more), closes the port and drops reads still waiting
     /// (logged). Returns by `deadline` even if the thread is stuck in a driver call.
     public func close(deadline: MonotonicInstant) {
+        inputs?.close(deadline: deadline)
         guard !worker.isStopping else { return }
         if !worker.stop(deadline: deadline) {
             logger.warning("osdp: the link thread did not stop by the close deadline; leaving it")
@@ -120,6 +161,60 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
     }
 
     deinit { close(deadline: MonotonicInstant.now().adding(milliseconds: 1000)) }
+}
+
+/// The debounced levels of the input lines, set by the input thread and read by the link thread.
+struct OSDPInputLevels: Sendable {
+    var tamper = false
+    var powerFailure = false
+    var doorOpen = false
+
+    mutating func set(_ name: String, _ active: Bool) {
+        switch name {
+        case "tamper": tamper = active
+        case "power": powerFailure = active
+        case "door": doorOpen = active
+        default: break
+        }
+    }
+}
+
+/// A Raspberry Pi's under-voltage flag as the kernel exposes it: the raspberrypi-hwmon driver's device
+/// named "rpi_volt", whose in0_lcrit_alarm reads 1 while the firmware flags under-voltage.
+public struct OSDPUndervoltageFlag: Sendable {
+    public let path: String
+
+    /// The alarm file of the first hwmon device under `root` named rpi_volt; nil when there is none.
+    public static func find(root: String) -> OSDPUndervoltageFlag? {
+        let entries: [String]
+        do throws(SystemError) {
+            entries = try Directory.entries(root).sorted()
+        } catch {
+            return nil
+        }
+        for entry in entries {
+            let dir = root + "/" + entry
+            guard case .success(let name) = readSmall(dir + "/name"), name == "rpi_volt" else { continue }
+            return OSDPUndervoltageFlag(path: dir + "/in0_lcrit_alarm")
+        }
+        return nil
+    }
+
+    /// True while under-voltage is flagged.
+    public func read() -> Result<Bool, BoundedFileError> {
+        switch Self.readSmall(path) {
+        case .success(let text): return .success(text == "1")
+        case .failure(let e): return .failure(e)
+        }
+    }
+
+    private static func readSmall(_ path: String) -> Result<String, BoundedFileError> {
+        do throws(BoundedFileError) {
+            return .success(try OSDPFiles.readSmallFile(path, limit: 4096, kind: "hwmon files").trimmingWhitespace())
+        } catch {
+            return .failure(error)
+        }
+    }
 }
 
 /// The link thread's state. Created by `OSDPOutput.init` and handed to the thread, which is from then on
@@ -142,6 +237,12 @@ final class OSDPLink: @unchecked Sendable {
     private var nextOpenAt: MonotonicInstant
     private var online = false
     private var secure = false
+    /// The input thread's debounced levels, and the under-voltage flag, looked at before each frame.
+    private let levels: PosixMutex<OSDPInputLevels>
+    private let undervoltage: OSDPUndervoltageFlag?
+    private var undervoltageNow = false
+    private var undervoltageReadAt: MonotonicInstant?
+    private var reported = OSDPReaderStatus()
 
     /// How long one wait for bytes lasts before the clock (offline, TTL) and the stop flag are looked at.
     static let sliceMs = 50.0
@@ -151,7 +252,10 @@ final class OSDPLink: @unchecked Sendable {
 
     init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, health: PosixMutex<ComponentHealth>,
          feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
-         clock: @escaping @Sendable () -> MonotonicInstant) {
+         clock: @escaping @Sendable () -> MonotonicInstant, levels: PosixMutex<OSDPInputLevels>,
+         undervoltage: OSDPUndervoltageFlag?) {
+        self.levels = levels
+        self.undervoltage = undervoltage
         self.device = device
         self.settings = settings
         self.baud = baud
@@ -197,6 +301,36 @@ final class OSDPLink: @unchecked Sendable {
 
     private func ingest() {
         for read in inbox?.takeAll() ?? [] { dispatch(peripheral.enqueue(read)) }
+        refreshStatus()
+    }
+
+    /// The tamper, power and input levels into the PD (a change is sent at the next poll). The
+    /// under-voltage flag is a sysfs read, made at most once a second.
+    private func refreshStatus() {
+        if let undervoltage {
+            let now = clock()
+            if undervoltageReadAt.map({ now.milliseconds(since: $0) >= 1000 }) ?? true {
+                undervoltageReadAt = now
+                switch undervoltage.read() {
+                case .success(let flagged):
+                    if flagged != undervoltageNow {
+                        logger.warning("osdp: the firmware \(flagged ? "flags under-voltage" : "no longer flags under-voltage") (\(undervoltage.path))")
+                    }
+                    undervoltageNow = flagged
+                case .failure(let e):
+                    logger.warning("osdp: reading \(undervoltage.path) failed: \(e)", rateLimitKey: "osdp-undervoltage")
+                }
+            }
+        }
+        let l = levels.withLock { $0 }
+        let status = OSDPReaderStatus(tamper: l.tamper, powerFailure: l.powerFailure || undervoltageNow,
+                                      inputs: [l.tamper, l.doorOpen])
+        guard status != reported else { return }
+        if status.tamper != reported.tamper { logger.notice("osdp: tamper \(status.tamper ? "active" : "normal"); the panel is told at its next poll") }
+        if status.powerFailure != reported.powerFailure { logger.notice("osdp: power \(status.powerFailure ? "failure" : "normal"); the panel is told at its next poll") }
+        reported = status
+        peripheral.update(status)
+        refreshHealth()
     }
 
     private func perform(_ step: OSDPStep) {
@@ -309,7 +443,10 @@ final class OSDPLink: @unchecked Sendable {
         let detail = "\(device) \(port?.lineDescription ?? "\(baud) baud"), address \(peripheral.address), "
             + (online ? "panel polling" : "panel not polling") + (secure ? ", secure channel up" : ", no secure channel")
             + (peripheral.installMode ? ", install mode" : "")
-        let state: ComponentHealth.State = !isOpen ? .down : (online && (secure || !required)) ? .ok : .degraded
+            + (reported.tamper ? ", TAMPER" : "") + (reported.powerFailure ? ", POWER FAILURE" : "")
+            + (settings.doorContactLine == nil ? "" : (reported.inputs.count > 1 && reported.inputs[1] ? ", door open" : ", door closed"))
+        let alarm = reported.tamper || reported.powerFailure
+        let state: ComponentHealth.State = !isOpen ? .down : (online && (secure || !required) && !alarm) ? .ok : .degraded
         health.withLock {
             $0.state = state
             $0.detail = detail

@@ -21,6 +21,11 @@ public struct OSDPPeripheralConfiguration: Sendable {
     public var receiveBuffer: Int
     /// Reads waiting for a poll beyond this count push out the oldest.
     public var maxPendingReads: Int
+    /// The inputs osdp_ISTATR reports (input 0 the tamper switch, 1 the door contact); 0: none, and
+    /// osdp_PDCAP offers no contact monitoring.
+    public var inputCount: Int = 0
+    /// What osdp_MFG's build-id command reports ("scangate 0.1.0").
+    public var buildID: String = ""
 
     public init(address: UInt8, baud: Int = 9600, secure: OSDPSecureMode, installMode: Bool = false, key: OSDPKey?,
                 identity: OSDPIdentity, features: OSDPReaderFeatures, offlineAfterMs: Double = 8000,
@@ -36,6 +41,20 @@ public struct OSDPPeripheralConfiguration: Sendable {
         self.readTTLMs = readTTLMs
         self.receiveBuffer = receiveBuffer
         self.maxPendingReads = maxPendingReads
+    }
+}
+
+/// What osdp_LSTATR and osdp_ISTATR report: the tamper switch, the supply, and the inputs (0 the tamper
+/// switch, 1 the door contact).
+public struct OSDPReaderStatus: Equatable, Sendable {
+    public var tamper: Bool
+    public var powerFailure: Bool
+    public var inputs: [Bool]
+
+    public init(tamper: Bool = false, powerFailure: Bool = false, inputs: [Bool] = []) {
+        self.tamper = tamper
+        self.powerFailure = powerFailure
+        self.inputs = inputs
     }
 }
 
@@ -98,6 +117,16 @@ public final class OSDPPeripheral {
     private var link: LinkState = .unknown
     private let startedAt: MonotonicInstant
     private var lastCommandAt: MonotonicInstant?
+    /// osdp_KEEPACTIVE: the link counts as polled until then, whatever osdp-offline-after-ms says.
+    private var keepActiveUntil: MonotonicInstant?
+    /// osdp_ACURXSIZE: the largest frame the panel receives (nil: not said; the spec's 128 is assumed
+    /// only once a panel says something).
+    private var panelReceiveSize: Int?
+    /// The tamper, power and input levels as last set; a change waits for the next poll (sent
+    /// unsolicited, osdp_LSTATR first, then osdp_ISTATR).
+    private var status = OSDPReaderStatus()
+    private var localStatusDue = false
+    private var inputStatusDue = false
 
     /// Counters for health and doctor.
     public private(set) var framesAnswered: UInt64 = 0
@@ -162,12 +191,32 @@ public final class OSDPPeripheral {
         return effects
     }
 
+    /// The tamper switch, the supply and the inputs now. A change is sent to the panel unsolicited, in
+    /// the reply to its next poll.
+    public func update(_ new: OSDPReaderStatus) {
+        if new.tamper != status.tamper || new.powerFailure != status.powerFailure { localStatusDue = true }
+        let before = inputStatusData
+        status = new
+        if inputStatusData != before { inputStatusDue = true }
+    }
+
+    public var readerStatus: OSDPReaderStatus { status }
+
+    /// osdp_LSTATR's data: tamper, power (0 normal, 1 tamper / power failure).
+    private var localStatusData: [UInt8] { [status.tamper ? 1 : 0, status.powerFailure ? 1 : 0] }
+
+    /// osdp_ISTATR's data: one byte per input (0 inactive, 1 active).
+    private var inputStatusData: [UInt8] {
+        (0..<configuration.inputCount).map { i in i < status.inputs.count && status.inputs[i] ? 1 : 0 }
+    }
+
     /// Time passing: the panel going quiet (offline, secure channel dropped) and reads outliving their TTL.
     public func tick(at now: MonotonicInstant) -> [OSDPEffect] {
         var effects: [OSDPEffect] = []
         let since = lastCommandAt ?? startedAt
         let quiet = now.milliseconds(since: since)
-        if quiet > configuration.offlineAfterMs && link != .offline {
+        let keptActive = keepActiveUntil.map { now < $0 } ?? false
+        if quiet > configuration.offlineAfterMs && link != .offline && !keptActive {
             let seconds = (configuration.offlineAfterMs / 1000).formatted1
             let detail = link == .unknown ? "no command from the panel within \(seconds) s of start"
                                           : "no command from the panel for \(seconds) s"
@@ -206,6 +255,7 @@ public final class OSDPPeripheral {
 
         var effects: [OSDPEffect] = []
         lastCommandAt = now
+        if let until = keepActiveUntil, now >= until { keepActiveUntil = nil }
         if link != .online {
             link = .online
             effects.append(.link(online: true, detail: "polled at address \(configuration.address)"))
@@ -361,13 +411,30 @@ public final class OSDPPeripheral {
         case .poll:
             guard length(data.isEmpty) else { return }
             x.effects += dropExpiredReads(at: x.now)
-            if !pending.isEmpty {
-                let read = pending.removeFirst()
-                x.effects.append(.readSent(seq: read.seq))
-                reply(&x, .raw, read.rawReplyData)
-            } else {
-                reply(&x, .ack)
+            // A status change first (tamper and power, then the inputs), then the oldest read.
+            if localStatusDue {
+                localStatusDue = false
+                logger.debug("osdp: LSTATR sent unsolicited (tamper \(localStatusData[0]), power \(localStatusData[1]))")
+                return reply(&x, .localStatus, localStatusData)
             }
+            if inputStatusDue && configuration.inputCount > 0 {
+                inputStatusDue = false
+                logger.debug("osdp: ISTATR sent unsolicited (\(inputStatusData.map(String.init).joined(separator: " ")))")
+                return reply(&x, .inputStatus, inputStatusData)
+            }
+            while !pending.isEmpty {
+                let read = pending.removeFirst()
+                let data = read.rawReplyData
+                // A frame: header, the security block and MAC inside the channel, the code, the check.
+                let frameLength = OSDPWire.headerLength + 1 + data.count + 2 + (channel.isActive ? 2 + OSDPWire.macLength + 16 : 0)
+                if let limit = panelReceiveSize, frameLength > limit {
+                    x.effects.append(.readDropped(seq: read.seq, reason: "its osdp_RAW reply of up to \(frameLength) bytes is more than the panel receives (ACURXSIZE \(limit))"))
+                    continue
+                }
+                x.effects.append(.readSent(seq: read.seq))
+                return reply(&x, .raw, data)
+            }
+            reply(&x, .ack)
         case .id:
             guard length(data.count == 1) else { return }
             reply(&x, .pdID, configuration.identity.pdidData)
@@ -375,10 +442,19 @@ public final class OSDPPeripheral {
             guard length(data.count == 1) else { return }
             reply(&x, .capabilities, OSDPCapabilities.data(features: configuration.features, secure: configuration.secure,
                                                            defaultKeyAccepted: installMode,
-                                                           receiveBuffer: configuration.receiveBuffer))
+                                                           receiveBuffer: configuration.receiveBuffer,
+                                                           inputs: configuration.inputCount))
         case .localStatus:
             guard length(data.isEmpty) else { return }
-            reply(&x, .localStatus, [0, 0])  // tamper: normal, power: normal
+            localStatusDue = false
+            reply(&x, .localStatus, localStatusData)
+        case .inputStatus:
+            guard length(data.isEmpty) else { return }
+            inputStatusDue = false
+            reply(&x, .inputStatus, inputStatusData)
+        case .manufacturer:
+            guard length(data.count >= 3) else { return }
+            manufacturer(&x, data)
         case .led:
             guard length(!data.isEmpty && data.count % 14 == 0) else { return }
             var commands: [LEDCommand] = []
@@ -417,14 +493,51 @@ public final class OSDPPeripheral {
         case .keyset:
             guard length(data.count == 18) else { return }
             keyset(&x, data)
-        case .maxReplySize, .keepActive:
+        case .maxReplySize:
             guard length(data.count == 2) else { return }
+            let size = Int(data[0]) | Int(data[1]) << 8
+            guard size >= Self.smallestPanelReceiveSize else {
+                return nak(&x, .unableToProcess, "ACURXSIZE \(size): a panel must receive at least \(Self.smallestPanelReceiveSize) bytes")
+            }
+            panelReceiveSize = size
+            logger.info("osdp: the panel receives frames of up to \(size) bytes (ACURXSIZE)")
+            reply(&x, .ack)
+        case .keepActive:
+            guard length(data.count == 2) else { return }
+            let ms = Double(Int(data[0]) | Int(data[1]) << 8)
+            keepActiveUntil = x.now.adding(milliseconds: ms)
+            logger.info("osdp: KEEPACTIVE: the panel may stay silent for \(Int(ms)) ms")
             reply(&x, .ack)
         case .challenge, .serverCryptogram:
             nak(&x, .securityConditions, "command \(hex(code)) with the wrong security block")
-        case .inputStatus, .outputStatus, .readerStatus, .output, .fileTransfer, .manufacturer, .abort:
+        case .outputStatus, .readerStatus, .output, .fileTransfer, .abort:
             nak(&x, .unknownCommand, "command \(hex(code)) is not implemented by this reader")
         }
+    }
+
+    /// The smallest ACURXSIZE taken: a PDCAP reply inside the secure channel must fit.
+    static let smallestPanelReceiveSize = 64
+
+    /// osdp_MFG command 0x01 of ScanGate's own vendor code: osdp_MFGREP with the build id.
+    public static let manufacturerBuildID: UInt8 = 0x01
+
+    /// osdp_MFG: vendor code (3 bytes LE), then the vendor's command. ScanGate answers one command of its
+    /// own vendor code, 0x01 (the build id, in osdp_MFGREP: vendor code, 0x01, the id in ASCII); any other
+    /// vendor code or command is NAK 09 (unable to process) and changes nothing.
+    private func manufacturer(_ x: inout Exchange, _ data: [UInt8]) {
+        let vendor = UInt32(data[0]) | UInt32(data[1]) << 8 | UInt32(data[2]) << 16
+        guard vendor == configuration.identity.vendorCode else {
+            return nak(&x, .unableToProcess, "MFG for vendor code \(Hex.string(Array(data[0..<3].reversed()))), not this reader's")
+        }
+        guard data.count == 4, data[3] == Self.manufacturerBuildID else {
+            return nak(&x, .unableToProcess, "MFG command \(data.count > 3 ? hex(data[3]) : "none") with \(data.count - 3) bytes: only 0x01 (build id, no data) is defined")
+        }
+        var text = Array(configuration.buildID.utf8.prefix(64))
+        if let limit = panelReceiveSize {
+            let room = max(0, limit - (OSDPWire.headerLength + 1 + 4 + 2 + (channel.isActive ? 2 + OSDPWire.macLength + 16 : 0)))
+            text = Array(text.prefix(room))
+        }
+        reply(&x, .manufacturer, Array(data[0..<3]) + [Self.manufacturerBuildID] + text)
     }
 
     private func comset(_ x: inout Exchange, _ data: [UInt8]) {

@@ -95,7 +95,10 @@ public struct OSDPStartup: Sendable {
         let configuration = OSDPPeripheralConfiguration(
             address: address, baud: baud, secure: settings.secure, installMode: installStatus == .open, key: key, identity: identity,
             features: features, offlineAfterMs: Double(settings.offlineAfterMs), readTTLMs: Double(settings.ttlMs))
-        return OSDPStartup(configuration: configuration, persisted: persisted, notes: notes, warnings: warnings,
+        var configured = configuration
+        configured.inputCount = settings.tamperLine != nil || settings.doorContactLine != nil ? 2 : 0
+        configured.buildID = "scangate " + Array((firmware + [0, 0, 0]).prefix(3)).map(String.init).joined(separator: ".")
+        return OSDPStartup(configuration: configured, persisted: persisted, notes: notes, warnings: warnings,
                            installMode: installStatus)
     }
 }

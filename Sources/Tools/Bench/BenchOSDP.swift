@@ -56,6 +56,7 @@ public enum BenchOSDP {
 
         var settings = OSDPSettings()
         settings.device = cText(name)
+        settings.vendorCode = 0x0A0B0C
         settings.secure = .off
         settings.stateFile = directory + "/state"
         settings.scbkFile = directory + "/scbk"

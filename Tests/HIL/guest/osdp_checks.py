@@ -21,6 +21,9 @@ Checks:
   line) and never sent.
 - osdp-doctor: `scangate doctor --osdp /dev/ttySN` with the panel starting once doctor holds the port: the
   port, the commands for address 0, and the secure channel up with the key file.
+- osdp-tamper-door-power: the tamper switch, door contact and supply monitor on gpio-sim lines; each edge
+  reaches the panel as an unsolicited LSTATR or ISTATR, on the wire within 100 ms of the edge; PDID's
+  vendor code and MFG's build id reach the panel; SIGTERM releases the input lines.
 """
 import json
 import os
@@ -28,7 +31,7 @@ import subprocess
 import threading
 import time
 
-from rig import (Daemon, GpioSim, GpioTrace, OutputStream, Recorder, Vivid, check, pulses, require, wait_until,
+from rig import (GPIO_LABEL, Daemon, GpioSim, GpioTrace, OutputStream, Recorder, Vivid, check, pulses, require, wait_until,
                  CheckFailed)
 from scangate_checks import (BUZZER, GPIO_BY_NAME, GREEN, RED, STATUS, blank_frame, code_frame, final_levels, ms,
                              require_released, scenario, within)
@@ -133,7 +136,7 @@ def osdp_flags(rig, device, *extra):
     state = f"/tmp/{rig.check_name}.osdp-state"
     if os.path.exists(state):
         os.unlink(state)
-    return ["--osdp", device, "--osdp-state-file", state, "--osdp-serial", "4242", "--log-level", "debug", *extra]
+    return ["--osdp", device, "--osdp-state-file", state, "--osdp-serial", "4242", "--osdp-vendor-code", "0x0A0B0C", "--log-level", "debug", *extra]
 
 
 def start_panel(rig, panel, scbk):
@@ -265,6 +268,63 @@ def osdp_run_secure_vivid(rig):
                if fragments else ""))
 
 
+TAMPER, DOOR, POWER = 5, 6, 19
+
+
+@check("osdp-tamper-door-power")
+def osdp_tamper_door_power(rig):
+    """Issue 24: the tamper switch, the door contact and a supply monitor on gpio-sim reach libosdp's panel
+    as unsolicited LSTATR and ISTATR; the PDID carries the vendor code; MFG reports the build id."""
+    require(os.access(VENV_PYTHON, os.X_OK), f"no {VENV_PYTHON}: run scripts/python-env on the host")
+    device = osdp_uart()
+    panel = Panel(rig)
+    panel.wait(0, "ready", 60)
+    scbk = "0F1E2D3C4B5A69788796A5B4C3D2E1F0"
+    key = key_file(f"/tmp/{rig.check_name}.scbk", scbk)
+    sim = GpioSim()
+    # The case is shut: the tamper switch holds its line high (active low); door closed, supply good.
+    sim.set_pull(TAMPER, "pull-up")
+    sim.set_pull(DOOR, "pull-down")
+    sim.set_pull(POWER, "pull-down")
+    idle = scenario(rig.check_name, 10, 1200, [])   # 120 s with no code in view
+    daemon = Daemon(rig, ["--camera", f"sim:{idle}", *osdp_flags(rig, device, "--osdp-scbk-file", key),
+                          "--gpio-chip", GPIO_LABEL, "--osdp-tamper-line", f"GPIO{TAMPER}", "--osdp-tamper-active-low",
+                          "--door-contact-line", f"GPIO{DOOR}", "--osdp-power-line", f"GPIO{POWER}",
+                          "--osdp-input-debounce-ms", "10"])
+    daemon.wait_for_stderr(f"osdp: listening on {device}", 30)
+    daemon.wait_for_stderr("osdp: door contact on", 30)
+    mark, _ = start_panel(rig, panel, scbk)
+    panel.send(cmd="pd_id")
+    pd_id = panel.wait(mark, "pd_id", 20)
+    require(pd_id.get("vendor_code") == 0x0A0B0C, f"PDID {pd_id}: the vendor code 0x0A0B0C did not reach the panel")
+    panel.send(cmd="status", type="local")
+    panel.wait(mark, "status", 20, lambda e: e.get("type") == "local" and e.get("report") == "0000")
+
+    edges = []
+    for offset, pull, kind, report, log in ((TAMPER, "pull-down", "local", "0100", "LSTATR sent unsolicited (tamper 1"),
+                                            (DOOR, "pull-up", "input", "0101", "ISTATR sent unsolicited (1 1)"),
+                                            (POWER, "pull-up", "local", "0101", "LSTATR sent unsolicited (tamper 1, power 1)")):
+        step = panel.mark()
+        pulled = time.monotonic()
+        sim.set_pull(offset, pull)
+        panel.wait(step, "status", 20, lambda e, k=kind, r=report: e.get("type") == k and e.get("report") == r)
+        daemon.wait_for_stderr(log, 10)
+        sent = daemon.stderr_time(log, pulled)
+        require(sent is not None, f"no '{log}' after the edge on GPIO{offset}")
+        edges.append((offset, sent - pulled))
+    slow = [(o, ms(t)) for o, t in edges if t > 0.1]
+    require(not slow, f"an input edge took more than 100 ms to leave in the reply to a poll: {slow}")
+    panel.send(cmd="mfg", vendor_code=0x0A0B0C, data="01")
+    mfg = panel.wait(mark, "mfgrep", 20)
+    require(bytes.fromhex(mfg["data"])[1:].decode().startswith("scangate "), f"MFG reply {mfg}")
+    status = daemon.terminate(timeout=10)
+    require(status == 0, f"scangate exited {status} on SIGTERM: {daemon.last_stderr()}")
+    require_released(sim, (TAMPER, DOOR, POWER))
+    return (f"{device}: PDID vendor 0x0A0B0C; edge on gpio-sim to the unsolicited reply on the wire: "
+            f"tamper {ms(edges[0][1])}, door contact {ms(edges[1][1])}, power {ms(edges[2][1])} (debounce 10 ms, "
+            f"libosdp polls every 50 ms); MFG build id {bytes.fromhex(mfg['data'])[1:].decode()!r}")
+
+
 @check("osdp-run-plain")
 def osdp_run_plain(rig):
     require(os.access(VENV_PYTHON, os.X_OK), f"no {VENV_PYTHON}: run scripts/python-env on the host")
@@ -305,7 +365,7 @@ def osdp_doctor(rig):
     key = key_file(f"/tmp/{rig.check_name}.scbk", scbk)
     state = f"/tmp/{rig.check_name}.osdp-state"
     argv = [rig.scangate, "doctor", "--camera", "sim:HIL-DOCTOR", "--capture-seconds", "3", "--osdp", device,
-            "--osdp-scbk-file", key, "--osdp-state-file", state]
+            "--osdp-scbk-file", key, "--osdp-state-file", state, "--osdp-vendor-code", "0x0A0B0C"]
     doctor = rig.spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def holds_port():

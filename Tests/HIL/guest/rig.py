@@ -649,6 +649,7 @@ class Daemon:
         self.argv = [*wrapper, rig.scangate, "run", *args]
         self.stdout = []             # every stdout line so far (bytes, without the newline)
         self.stderr = []             # every stderr line so far (text)
+        self.stderr_at = []          # when each stderr line was read (time.monotonic())
         self._stderr_log = open(rig.log_path(f"{name}.stderr"), "w")
         self._stderr_log.write("$ " + " ".join(self.argv) + "\n")
         self.process = rig.spawn(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -664,6 +665,7 @@ class Daemon:
     def _read_stderr(self):
         for line in self.process.stderr:
             text = line.decode(errors="replace").rstrip("\n")
+            self.stderr_at.append(time.monotonic())
             self.stderr.append(text)
             self._stderr_log.write(text + "\n")
             self._stderr_log.flush()
@@ -716,6 +718,13 @@ class Daemon:
     def wait_for_stderr(self, needle, timeout):
         self._wait(lambda: any(needle.lower() in line.lower() for line in self.stderr), timeout,
                    f"it logged {needle!r}")
+
+    def stderr_time(self, needle, after=0.0):
+        """When the first stderr line containing `needle` was read at or after `after`; None if none yet."""
+        for at, line in zip(list(self.stderr_at), list(self.stderr)):
+            if at >= after and needle.lower() in line.lower():
+                return at
+        return None
 
     def wait_exit(self, timeout):
         try:

@@ -8,6 +8,8 @@ The test talks to it in JSON lines:
   stdin  {"cmd": "start", "address": 0, "scbk": "<32 hex>" | null, "enforce_secure": true}
          {"cmd": "led", ...libosdp LED fields...}   {"cmd": "buzzer", ...}   {"cmd": "text", "data": "..."}
          {"cmd": "comset", "address": n, "baud_rate": n}
+         {"cmd": "status", "type": "local" | "input" | "output"}   osdp_LSTAT / ISTAT / OSTAT
+         {"cmd": "mfg", "vendor_code": n, "data": "<hex>"}   osdp_MFG   {"cmd": "pd_id"}   the PDID the CP holds
          {"cmd": "keyset", "key": "<32 hex>"}   a new SCBK (secure channel only; libosdp switches to it on ACK)
          {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
                                line tries SCBK-D and KEYSET (osdp_attacker_cp.py, not libosdp)
@@ -17,6 +19,8 @@ The test talks to it in JSON lines:
   stdout "@@ " + JSON: {"event": "ready", "device": "/dev/pts/N"}, {"event": "online", "sc": bool},
          {"event": "offline"}, {"event": "card", "reader": n, "format": n, "bits": n, "data": "<hex>"},
          {"event": "submitted", "cmd": "...", "ok": bool}, {"event": "completed", "command": n, "status": n},
+         {"event": "status", "type": "local" | "input" | "output", "report": "<hex>"} (asked for or unsolicited),
+         {"event": "mfgrep", "vendor_code": n, "data": "<hex>"}, {"event": "pd_id", "vendor_code": n, ...},
          {"event": "stopped"}, {"event": "torn-down"}, {"event": "error", "message": "..."},
          {"event": "attack", "steps": [{"sent": "...", "reply": "NAK", "nak": 6}, ...], "took_over": bool}
 
@@ -40,7 +44,7 @@ import threading
 import time
 import tty
 
-from osdp import Channel, Command, ControlPanel, LibFlag, LogLevel, PDInfo
+from osdp import Channel, Command, ControlPanel, Event, LibFlag, LogLevel, PDInfo, StatusReportType
 
 print_lock = threading.Lock()
 event_stream = sys.stdout
@@ -130,6 +134,12 @@ class Peer:
         if "data" in event and "length" in event:
             emit(event="card", reader=event.get("reader_no"), format=event.get("format"),
                  bits=event.get("length"), data=bytes(event["data"]).hex().upper())
+        elif event.get("event") == Event.Status:
+            kind = {StatusReportType.Local: "local", StatusReportType.Input: "input",
+                    StatusReportType.Output: "output"}.get(event.get("type"), str(event.get("type")))
+            emit(event="status", type=kind, report=bytes(event.get("report", b"")).hex().upper())
+        elif event.get("event") == Event.ManufacturerReply:
+            emit(event="mfgrep", vendor_code=event.get("vendor_code"), data=bytes(event.get("data", b"")).hex().upper())
         else:
             emit(event="other", detail=str(event))
         return 0
@@ -273,6 +283,18 @@ def main():
                 peer.submit("keyset", {"command": Command.Keyset, "type": 1, "data": bytes.fromhex(cmd["key"])})
             elif name == "comset":
                 peer.submit("comset", {"command": Command.Comset, "address": cmd["address"], "baud_rate": cmd["baud_rate"]})
+            elif name == "status":
+                kind = {"local": StatusReportType.Local, "input": StatusReportType.Input,
+                        "output": StatusReportType.Output}[cmd["type"]]
+                peer.submit("status", {"command": Command.Status, "type": kind})
+            elif name == "mfg":
+                peer.submit("mfg", {"command": Command.Manufacturer, "vendor_code": int(cmd["vendor_code"]),
+                                    "data": bytes.fromhex(cmd.get("data", ""))})
+            elif name == "pd_id":
+                if peer.cp is None:
+                    emit(event="error", message="pd_id: no CP running")
+                else:
+                    emit(event="pd_id", **vars(peer.cp.get_pd_id(peer.address)))
             elif name == "attack":
                 if peer.cp is not None or peer.controller is None:
                     emit(event="error", message="attack: needs the pseudo-terminal and no CP running (teardown first)")

@@ -200,6 +200,7 @@ final class OSDPFilesTests: XCTestCase {
     func settings() -> OSDPSettings {
         var s = OSDPSettings()
         s.device = "/dev/null"
+        s.vendorCode = 0x0A0B0C
         s.scbkFile = dir + "/scbk"
         s.stateFile = dir + "/state"
         s.serial = 7
@@ -342,6 +343,7 @@ final class OSDPSettingsTests: XCTestCase {
     func message(_ change: (inout OSDPSettings) -> Void) -> String {
         var s = OSDPSettings()
         s.device = "/dev/ttyUSB0"
+        s.vendorCode = 0x0A0B0C
         change(&s)
         do throws(UsageError) {
             try s.validate()
@@ -365,6 +367,40 @@ final class OSDPSettingsTests: XCTestCase {
         XCTAssertEqual(d.cardFormat, .raw)
     }
 
+    /// Issue 24: a zero vendor code (the old default) is refused with where an OUI comes from; the input
+    /// lines need a chip and one line each.
+    func testAZeroVendorCodeAndUnplacedInputsAreRefused() {
+        let zero = message { $0.vendorCode = 0 }
+        XCTAssertTrue(zero.hasPrefix("osdp-vendor-code: 0 (unset) is not a vendor's OUI"), zero)
+        XCTAssertTrue(zero.contains("IEEE OUI") && zero.contains("0x0A0B0C"), "says how to get one and which to use for tests: \(zero)")
+        XCTAssertEqual(message { $0.tamperLine = .offset(5) },
+                       "osdp-tamper-line needs a GPIO chip: set osdp-input-chip or gpio-chip (a label such as pinctrl-rp1, a name such as gpiochip0, or a path)")
+        XCTAssertEqual(message { $0.tamperLine = .offset(5); $0.doorContactLine = .offset(5); $0.inputChip = "gpiochip0" },
+                       "osdp-tamper-line and door-contact-line both name line 5: give each input its own line")
+        XCTAssertEqual(message { $0.inputDebounceMs = 5000 }, "osdp-input-debounce-ms: 5000 is out of range (0 to 1000)")
+        XCTAssertEqual(message { $0.powerLine = .name("GPIO13"); $0.inputChip = "gpiochip0" }, "valid")
+    }
+
+    /// The Raspberry Pi under-voltage flag: found by the hwmon device's name, read as 0 or 1; absent where
+    /// no rpi_volt device exists.
+    func testTheUndervoltageFlagIsFoundByNameAndRead() throws {
+        let root = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        XCTAssertNil(OSDPUndervoltageFlag.find(root: root), "no hwmon devices")
+        XCTAssertNil(OSDPUndervoltageFlag.find(root: root + "/missing"))
+        for (dir, name) in [("hwmon0", "cpu_thermal"), ("hwmon1", "rpi_volt")] {
+            try FileManager.default.createDirectory(atPath: root + "/" + dir, withIntermediateDirectories: true)
+            try TestFiles.write(name + "\n", to: root + "/" + dir + "/name")
+        }
+        let flag = try XCTUnwrap(OSDPUndervoltageFlag.find(root: root))
+        XCTAssertEqual(flag.path, root + "/hwmon1/in0_lcrit_alarm")
+        guard case .failure = flag.read() else { return XCTFail("no alarm file yet: an error") }
+        try TestFiles.write("0\n", to: flag.path)
+        XCTAssertEqual(try flag.read().get(), false)
+        try TestFiles.write("1\n", to: flag.path)
+        XCTAssertEqual(try flag.read().get(), true)
+    }
+
     func testEachBadValueNamesItsOption() {
         XCTAssertEqual(message { $0.address = 127 }, "osdp-address: 127 is not an OSDP address (0 to 126; 127 is the broadcast address)")
         XCTAssertEqual(message { $0.baud = 4800 }, "osdp-baud: 4800 is not an OSDP speed (9600, 19200, 38400, 57600, 115200, 230400)")
@@ -372,7 +408,7 @@ final class OSDPSettingsTests: XCTestCase {
                        "osdp-install-mode = yes needs the secure channel: set osdp-secure = required or optional")
         XCTAssertEqual(message { $0.maxCardBytes = 0 },
                        "osdp-max-card-bytes: 0 is out of range (1 to 1000; 64 is what libosdp's panel accepts)")
-        XCTAssertEqual(message { $0.vendorCode = 0x1000000 }, "osdp-vendor-code: 16777216 does not fit 24 bits (0 to 16777215, 0xFFFFFF)")
+        XCTAssertEqual(message { $0.vendorCode = 0x1000000 }, "osdp-vendor-code: 16777216 does not fit 24 bits (1 to 16777215, 0xFFFFFF)")
         XCTAssertEqual(message { $0.model = 256 }, "osdp-model: 256 is out of range (0 to 255)")
         XCTAssertEqual(message { $0.ttlMs = 50 }, "osdp-ttl-ms: 50 is out of range (100 to 600000)")
         XCTAssertEqual(message { $0.offlineAfterMs = 10 },

@@ -20,6 +20,7 @@ final class OSDPInteropTests: XCTestCase {
     func settings(device: String, secure: OSDPSecureMode = .required) -> OSDPSettings {
         var s = OSDPSettings()
         s.device = device
+        s.vendorCode = 0x0A0B0C
         s.secure = secure
         s.scbkFile = dir + "/scbk"
         s.stateFile = dir + "/state"

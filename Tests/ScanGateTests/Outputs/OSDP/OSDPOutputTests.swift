@@ -20,6 +20,7 @@ final class OSDPOutputTests: XCTestCase {
     func output(device: String, link: RecordingLink = RecordingLink()) throws -> OSDPOutput {
         var s = OSDPSettings()
         s.device = device
+        s.vendorCode = 0x0A0B0C
         s.secure = .off
         s.stateFile = dir + "/state"
         s.serial = 1

@@ -49,6 +49,7 @@ final class OSDPRunDaemonTests: XCTestCase {
             osdp-scbk-file = \(keyPath)
             osdp-state-file = \(dir)/osdp-state
             osdp-serial = 7
+            osdp-vendor-code = 0x0A0B0C
             osdp-ttl-ms = 60000
             osdp-offline-after-ms = 1000
             [feedback]

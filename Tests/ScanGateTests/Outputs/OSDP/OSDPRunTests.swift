@@ -57,7 +57,7 @@ final class OSDPRunTests: XCTestCase {
     func startDaemon(_ peer: OSDPControlPanelPeer, camera: String, _ flags: [String],
                      environment extra: [String: String] = [:]) throws -> DaemonUnderTest {
         let args = ["run", "--camera", "sim:" + camera, "--osdp", peer.device, "--osdp-scbk-file", keyPath,
-                    "--osdp-state-file", statePath, "--osdp-serial", "16909060", "--log-level", "debug"] + flags
+                    "--osdp-state-file", statePath, "--osdp-serial", "16909060", "--osdp-vendor-code", "0x0A0B0C", "--log-level", "debug"] + flags
         let daemon = try DaemonUnderTest(args, environment: try environment(extra))
         XCTAssertTrue(waitUntil(20) { daemon.stderr.contains { $0.contains("osdp: listening on \(peer.device)") } },
                       "scangate did not open the OSDP port: \(daemon.stderr)")
@@ -289,7 +289,7 @@ final class OSDPRunTests: XCTestCase {
         let keyAside = dir + "/osdp-scbk.aside"
         XCTAssertEqual(rename(keyPath, keyAside), 0)
         let refused = try DaemonUnderTest(["run", "--camera", "sim:" + camera, "--osdp", peer.device, "--osdp-scbk-file", keyPath,
-                                           "--osdp-state-file", statePath, "--osdp-serial", "16909060", "--osdp-install-mode"],
+                                           "--osdp-state-file", statePath, "--osdp-serial", "16909060", "--osdp-vendor-code", "0x0A0B0C", "--osdp-install-mode"],
                                           environment: try environment())
         defer { refused.stop() }
         XCTAssertEqual(refused.waitForExit(seconds: 20), 2, "\(refused.stderr)")
@@ -435,7 +435,7 @@ final class OSDPDoctorTests: XCTestCase {
         XCTAssertEqual(chmod(keyPath, 0o600), 0)
         let doctor = try DaemonUnderTest(["doctor", "--camera", "sim:HELLO", "--capture-seconds", "2", "--osdp", peer.device,
                                           "--osdp-scbk-file", keyPath, "--osdp-state-file", dir + "/osdp-state",
-                                          "--osdp-address", String(address)])
+                                          "--osdp-address", String(address), "--osdp-vendor-code", "0x0A0B0C"])
         defer { doctor.stop() }
         XCTAssertTrue(waitUntil(30) { !doctor.descriptors(linkingTo: peer.device).isEmpty }, "doctor never opened \(peer.device)")
         if let panelKey { peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(panelKey), "enforce_secure": true]) }
@@ -484,7 +484,7 @@ final class OSDPDoctorTests: XCTestCase {
         func run() throws -> [String] {
             let doctor = try DaemonUnderTest(["doctor", "--camera", "sim:HELLO", "--capture-seconds", "1", "--osdp", peer.device,
                                               "--osdp-scbk-file", keyPath, "--osdp-state-file", dir + "/osdp-state",
-                                              "--osdp-secure", "optional", "--osdp-install-mode"])
+                                              "--osdp-secure", "optional", "--osdp-install-mode", "--osdp-vendor-code", "0x0A0B0C"])
             defer { doctor.stop() }
             XCTAssertEqual(doctor.waitForExit(seconds: 60), 4, "no panel polls: \(doctor.stdout)")
             return doctor.stdout
