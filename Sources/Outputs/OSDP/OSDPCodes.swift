@@ -35,6 +35,7 @@ public enum OSDPReply: UInt8, Sendable {
     case clientCryptogram = 0x76
     case initialReplyMAC = 0x78
     case busy = 0x79
+    case fileTransferStatus = 0x7A
 }
 
 /// The error code of an osdp_NAK (the spec's table of NAK codes).

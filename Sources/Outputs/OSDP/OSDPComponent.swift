@@ -37,7 +37,7 @@ extension OSDPOutput {
                     try OSDPOutput(settings: settings.osdp, features: features(settings), feedback: context.feedback,
                                    linkObserver: context.links, logger: context.logger, firmware: firmware,
                                    wiegandBits: settings.osdp.cardFormat == .wiegand ? wiegandBits(settings) : nil,
-                                   system: system)
+                                   system: system, configFile: context.configFile)
                 })),
             doctor: { settings, context in
                 guard settings.osdp.device != nil else { return [] }

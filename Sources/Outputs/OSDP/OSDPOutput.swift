@@ -37,7 +37,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
                 wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)? = nil,
                 system: SerialSystemCalls = GlibcSerialSystemCalls(),
                 clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
-                machineIDPath: String = "/etc/machine-id") throws(UsageError) {
+                machineIDPath: String = "/etc/machine-id", configFile: ConfigFileInstaller? = nil) throws(UsageError) {
         guard let device = settings.device else { throw UsageError("osdp: no device set (osdp = /dev/ttyUSB0 ...)") }
         if settings.cardFormat == .wiegand && wiegandBits == nil {
             throw UsageError("osdp-card-format = wiegand needs the Wiegand encoder: configure the [wiegand] format, or use osdp-card-format = raw")
@@ -63,6 +63,9 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         } catch {
             throw UsageError("osdp: \(error)")
         }
+        if let configFile {
+            peripheral.fileTransfer = OSDPFileTransfer { bytes in configFile.check(bytes).map { (.unacceptable, $0) } }
+        }
         self.settings = settings
         self.logger = logger
         self.wiegandBits = wiegandBits
@@ -70,7 +73,8 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         self.healthState = health
         let link = OSDPLink(device: device, settings: settings, baud: startup.configuration.baud,
                             peripheral: peripheral, health: health, feedback: feedback,
-                            linkObserver: linkObserver, logger: logger, system: system, clock: clock)
+                            linkObserver: linkObserver, logger: logger, system: system, clock: clock,
+                            configFile: configFile)
         do throws(SystemError) {
             worker = try Worker(name: "osdp-link", capacity: Self.mailboxCapacity, overflow: .refuse) { inbox in link.run(inbox) }
         } catch {
@@ -142,6 +146,7 @@ final class OSDPLink: @unchecked Sendable {
     private var nextOpenAt: MonotonicInstant
     private var online = false
     private var secure = false
+    private let configFile: ConfigFileInstaller?
 
     /// How long one wait for bytes lasts before the clock (offline, TTL) and the stop flag are looked at.
     static let sliceMs = 50.0
@@ -151,7 +156,7 @@ final class OSDPLink: @unchecked Sendable {
 
     init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, health: PosixMutex<ComponentHealth>,
          feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
-         clock: @escaping @Sendable () -> MonotonicInstant) {
+         clock: @escaping @Sendable () -> MonotonicInstant, configFile: ConfigFileInstaller? = nil) {
         self.device = device
         self.settings = settings
         self.baud = baud
@@ -163,6 +168,7 @@ final class OSDPLink: @unchecked Sendable {
         self.system = system
         self.clock = clock
         self.nextOpenAt = clock()
+        self.configFile = configFile
     }
 
     func run(_ inbox: WorkerInbox<OSDPCardRead>) {
@@ -249,6 +255,9 @@ final class OSDPLink: @unchecked Sendable {
                 switchLink(address: address, baud: newBaud)
             case .keyInstalled:
                 refreshHealth()
+            case .configFileReceived(let bytes):
+                // Checked already (the last FTSTAT said so); the daemon writes it and reloads.
+                if let configFile { configFile.install(bytes) } else { logger.warning("osdp: a config file arrived but nothing installs it; dropped") }
             }
         }
     }

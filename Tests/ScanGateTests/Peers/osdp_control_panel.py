@@ -8,6 +8,8 @@ The test talks to it in JSON lines:
   stdin  {"cmd": "start", "address": 0, "scbk": "<32 hex>" | null, "enforce_secure": true}
          {"cmd": "led", ...libosdp LED fields...}   {"cmd": "buzzer", ...}   {"cmd": "text", "data": "..."}
          {"cmd": "comset", "address": n, "baud_rate": n}
+         {"cmd": "file", "id": n, "path": "..."}   send the file at path with osdp_FILETRANSFER, file type id
+                               (libosdp's register_file_ops + Command.FileTransfer)
          {"cmd": "keyset", "key": "<32 hex>"}   a new SCBK (secure channel only; libosdp switches to it on ACK)
          {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
                                line tries SCBK-D and KEYSET (osdp_attacker_cp.py, not libosdp)
@@ -18,6 +20,10 @@ The test talks to it in JSON lines:
          {"event": "offline"}, {"event": "card", "reader": n, "format": n, "bits": n, "data": "<hex>"},
          {"event": "submitted", "cmd": "...", "ok": bool}, {"event": "completed", "command": n, "status": n},
          {"event": "stopped"}, {"event": "torn-down"}, {"event": "error", "message": "..."},
+         {"event": "file-progress", "id": n, "size": n, "offset": n} (each change seen while it runs),
+         {"event": "file-done", "id": n, "size": n, "sent": n, "closed": bool}: libosdp no longer reports the
+         transfer in progress; "sent" is the last offset seen (the PD's FTSTAT outcome is not exposed by 3.2.9),
+         "closed" whether libosdp closed the file (it does when the transfer ends, well or not),
          {"event": "attack", "steps": [{"sent": "...", "reply": "NAK", "nak": 6}, ...], "took_over": bool}
 
 Everything it does is driven by those commands and by libosdp's own callbacks; the only timing is the
@@ -191,6 +197,55 @@ class Peer:
             self.cp = None
         emit(event="torn-down")
 
+    def send_file(self, cmd):
+        """Sends the file at cmd["path"] as file type cmd["id"]; a watcher thread reports the progress as
+        libosdp's get_file_tx_status sees it, and file-done when the transfer is over."""
+        if self.cp is None:
+            return emit(event="submitted", cmd="file", ok=False)
+        file_id = int(cmd["id"])
+        with open(cmd["path"], "rb") as f:
+            content = f.read()
+        closed = threading.Event()
+
+        def fop_open(fid, size):
+            return len(content) if fid == file_id else -1
+
+        def fop_read(size, offset):
+            return content[offset:offset + size]
+
+        def fop_write(data, offset):
+            return -1  # the CP only sends
+
+        def fop_close(fid):
+            closed.set()
+
+        fops = {"open": fop_open, "read": fop_read, "write": fop_write, "close": fop_close}
+        if not self.cp.register_file_ops(self.address, fops):
+            return emit(event="submitted", cmd="file", ok=False)
+        ok = self.cp.submit_command(self.address, {"command": Command.FileTransfer, "id": file_id, "flags": 0})
+        emit(event="submitted", cmd="file", ok=bool(ok))
+        if not ok:
+            return
+
+        def watch_file():
+            last = None
+            seen = False
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                status = self.cp.get_file_tx_status(self.address) if self.cp is not None else None
+                if status is not None:
+                    seen = True
+                    if status != last:
+                        emit(event="file-progress", id=file_id, size=status.get("size"), offset=status.get("offset"))
+                        last = status
+                elif seen or closed.is_set():
+                    break
+                time.sleep(0.02)
+            emit(event="file-done", id=file_id, size=len(content), sent=(last or {}).get("offset"),
+                 closed=closed.is_set())
+
+        threading.Thread(target=watch_file, daemon=True).start()
+
     def submit(self, name, command):
         if self.cp is None:
             return emit(event="submitted", cmd=name, ok=False)
@@ -273,6 +328,8 @@ def main():
                 peer.submit("keyset", {"command": Command.Keyset, "type": 1, "data": bytes.fromhex(cmd["key"])})
             elif name == "comset":
                 peer.submit("comset", {"command": Command.Comset, "address": cmd["address"], "baud_rate": cmd["baud_rate"]})
+            elif name == "file":
+                peer.send_file(cmd)
             elif name == "attack":
                 if peer.cp is not None or peer.controller is None:
                     emit(event="error", message="attack: needs the pseudo-terminal and no CP running (teardown first)")
