@@ -119,8 +119,8 @@ public struct OSDPFileTransfer {
         public var completed: [UInt8]?
         /// A line for the log (a transfer started, finished, refused); nil for a fragment in the middle.
         public var note: String?
-        /// The note reports a refusal.
-        public var refused: Bool
+        /// The status refuses the file or aborts the transfer.
+        public var refused: Bool { status.detail.rawValue < 0 }
     }
 
     private enum State {
@@ -150,7 +150,7 @@ public struct OSDPFileTransfer {
             return fail(.unacceptable, "a malformed osdp_FILETRANSFER: \(error.why)")
         }
         if case .finished(let last, let status) = state, last == fragment {
-            return Outcome(status: status, completed: nil, note: nil, refused: false)
+            return Outcome(status: status, completed: nil, note: nil)
         }
         if fragment.offset == 0 {
             return start(fragment)
@@ -164,7 +164,7 @@ public struct OSDPFileTransfer {
         let offset = Int(fragment.offset)
         if offset == lastOffset, offset + fragment.bytes.count == buffer.count,
            buffer[offset...].elementsEqual(fragment.bytes) {
-            return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil, refused: false)  // sent again
+            return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil)  // sent again
         }
         guard offset == buffer.count else {
             return fail(.abort, "a fragment at offset \(offset) where \(buffer.count) was due (fragments must come in order)")
@@ -195,7 +195,7 @@ public struct OSDPFileTransfer {
     private mutating func advance(total: Int, buffer: [UInt8], last: OSDPFileFragment) -> Outcome {
         guard buffer.count == total else {
             state = .receiving(total: total, buffer: buffer, lastOffset: Int(last.offset))
-            return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil, refused: false)
+            return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil)
         }
         let outcome: Outcome
         if let problem = Self.textProblem(buffer) {
@@ -204,14 +204,14 @@ public struct OSDPFileTransfer {
             outcome = refusal(refused.detail, "the \(total)-byte config file was refused, the config in force is unchanged: \(refused.why)")
         } else {
             outcome = Outcome(status: OSDPFileTransferStatus(.processed), completed: buffer,
-                              note: "a \(total)-byte config file arrived and passed the check", refused: false)
+                              note: "a \(total)-byte config file arrived and passed the check")
         }
         state = .finished(last: last, status: outcome.status)
         return outcome
     }
 
     /// A config file is UTF-8 text without NUL bytes.
-    static func textProblem(_ bytes: [UInt8]) -> String? {
+    public static func textProblem(_ bytes: [UInt8]) -> String? {
         if let at = bytes.firstIndex(of: 0) { return "a NUL byte at offset \(at)" }
         var decoder = UTF8()
         var iterator = bytes.makeIterator()
@@ -226,7 +226,7 @@ public struct OSDPFileTransfer {
     }
 
     private func refusal(_ detail: OSDPFileStatusDetail, _ why: String) -> Outcome {
-        Outcome(status: OSDPFileTransferStatus(detail), completed: nil, note: "\(why); FTSTAT \(detail)", refused: true)
+        Outcome(status: OSDPFileTransferStatus(detail), completed: nil, note: "\(why); FTSTAT \(detail)")
     }
 
     private mutating func fail(_ detail: OSDPFileStatusDetail, _ why: String) -> Outcome {

@@ -429,7 +429,7 @@ public final class OSDPPeripheral {
         case .fileTransfer:
             let outcome = fileTransfer.receive(data)
             if let note = outcome.note {
-                if outcome.refused { logger.warning("osdp: \(note)", rateLimitKey: "osdp-file") } else { logger.notice("osdp: \(note)") }
+                if outcome.refused { logger.warning("osdp: \(note)", rateLimitKey: "osdp-file\(outcome.status.detail.rawValue)") } else { logger.notice("osdp: \(note)") }
             }
             if let file = outcome.completed { x.effects.append(.configFileReceived(file)) }
             reply(&x, .fileTransferStatus, outcome.status.data)

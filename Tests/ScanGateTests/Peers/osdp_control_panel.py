@@ -21,8 +21,9 @@ The test talks to it in JSON lines:
          {"event": "submitted", "cmd": "...", "ok": bool}, {"event": "completed", "command": n, "status": n},
          {"event": "stopped"}, {"event": "torn-down"}, {"event": "error", "message": "..."},
          {"event": "file-progress", "id": n, "size": n, "offset": n} (each change seen while it runs),
-         {"event": "file-done", "id": n, "size": n, "sent": n, "closed": bool}: libosdp no longer reports the
-         transfer in progress; "sent" is the last offset seen (the PD's FTSTAT outcome is not exposed by 3.2.9),
+         {"event": "file-done", "id": n, "size": n, "sent": n, "closed": bool}: the last byte went out (offset ==
+         size) or libosdp no longer reports the transfer; "sent" is the last offset seen (3.2.9 does not expose the
+         PD's final FTSTAT status; it counts a negative one as a failed reply and stops polling for a while),
          "closed" whether libosdp closed the file (it does when the transfer ends, well or not),
          {"event": "attack", "steps": [{"sent": "...", "reply": "NAK", "nak": 6}, ...], "took_over": bool}
 
@@ -238,6 +239,9 @@ class Peer:
                     if status != last:
                         emit(event="file-progress", id=file_id, size=status.get("size"), offset=status.get("offset"))
                         last = status
+                    # libosdp 3.2.x keeps reporting a finished transfer (its DONE state) with offset == size.
+                    if status.get("offset") == status.get("size"):
+                        break
                 elif seen or closed.is_set():
                     break
                 time.sleep(0.02)

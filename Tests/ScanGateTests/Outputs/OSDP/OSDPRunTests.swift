@@ -475,6 +475,13 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertTrue(logged(daemon, "hold-off-ms"), "the reason names the key: \(daemon.stderr)")
         XCTAssertNotNil(peer.wait(for: "file-done", within: 20), "\(peer.events)")
 
+        // libosdp 3.2.9 counts the negative FTSTAT as a failed reply and keeps the transfer; a fresh CP
+        // sends the next file.
+        peer.send(["cmd": "teardown"])
+        XCTAssertNotNil(peer.wait(for: "torn-down", within: 10), "\(peer.events)")
+        peer.clearEvents()
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 30) { $0["sc"] as? Bool == false }, "\(peer.events) \(daemon.stderr)")
         peer.send(["cmd": "file", "id": 7, "path": broken])
         XCTAssertTrue(waitUntil(30) { self.logged(daemon, "file type 7 refused") }, "\(peer.events) \(daemon.stderr)")
 
