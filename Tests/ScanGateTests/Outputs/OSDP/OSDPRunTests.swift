@@ -453,6 +453,25 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertEqual(daemon.stop(), 0)
     }
 
+    /// With no config file (flags only) there is nothing to replace: the transfer is refused at its first
+    /// fragment, with a log line that says why.
+    func testWithoutAConfigFileAFileTransferIsRefused() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let sent = dir + "/from-panel.conf"
+        try TestFiles.write("[debounce]\nhold-off-ms = 2000\n", to: sent)
+        let camera = try scenario(frames: 4000, codes: [])
+        let daemon = try startDaemon(peer, camera: camera, ["--osdp-secure", "off"])
+        defer { daemon.stop() }
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == false }, "\(peer.events) \(daemon.stderr)")
+        peer.send(["cmd": "file", "id": 1, "path": sent])
+        XCTAssertTrue(waitUntil(30) { self.logged(daemon, "file transfer refused: scangate runs without a config file (flags only)") },
+                      "\(peer.events) \(daemon.stderr)")
+        XCTAssertFalse(logged(daemon, "reloading"), "\(daemon.stderr)")
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
     /// A file that would not load (a bad value) is refused with the reason logged; the config file stays
     /// byte for byte what it was and nothing reloads. Another file type is refused too.
     func testABrokenConfigFileFromThePanelIsRefusedAndTheConfigFileIsUnchanged() throws {
