@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Catalog
 import Components
 import Config
@@ -88,6 +91,52 @@ final class Daemon: @unchecked Sendable {
         } catch {
             return "\(error)"
         }
+    }
+
+    /// A config file's text as a reload would read it in place of `configPath`, checked without side
+    /// effects: nil when it loads, else the error. Used for a file an OSDP panel sends, before it is written.
+    func checkConfiguration(text bytes: [UInt8]) -> String? {
+        guard let configPath else { return "scangate runs without a config file (flags only)" }
+        do {
+            var new = RunSettings()
+            let entries = try ConfigFile.parse(String(decoding: bytes, as: UTF8.self), name: configPath)
+            try ConfigFile.apply(entries, from: configPath, to: &new)
+            try CommandLineParser.apply(flags, to: &new)
+            try Catalog.check(new, components: Catalog.components(seams))
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Writes a config file that a panel sent over `configPath` (the file a symbolic link names, if it is
+    /// one), atomically and with the old file's mode, then reloads. It is checked again first: a file that
+    /// would be refused is never written.
+    func installConfiguration(_ bytes: [UInt8], from origin: String) {
+        guard let configPath else {
+            return logger.warning("\(origin): scangate runs without a config file (flags only); the file is not installed")
+        }
+        if let problem = checkConfiguration(text: bytes) {
+            return logger.warning("\(origin): the config file was refused and \(configPath) is unchanged: \(problem)")
+        }
+        var target = configPath
+        if let resolved = realpath(configPath, nil) {
+            target = String(cString: resolved)
+            free(resolved)
+        }
+        var info = stat()
+        let mode: mode_t = stat(target, &info) == 0 ? info.st_mode & 0o7777 : 0o644
+        do throws(AtomicFile.Failure) {
+            try AtomicFile.replace(target, with: bytes, mode: mode,
+                                   temporary: FilePath.parent(of: target) + "/." + FilePath.name(of: target) + ".tmp-\(getpid())")
+        } catch {
+            if !error.replaced {
+                return logger.error("\(origin): cannot write \(target): \(error); the config in force is unchanged")
+            }
+            logger.warning("\(origin): \(target) was replaced, but syncing its directory failed (\(error)); after a power cut the old file may be back")
+        }
+        logger.notice("\(origin): installed a \(bytes.count)-byte config file as \(target)")
+        requestReload(from: origin)
     }
 
     func requestReload(from origin: String) {
@@ -210,7 +259,9 @@ final class Daemon: @unchecked Sendable {
         let hub = FeedbackHub(settings: settings.feedback, logger: logger)
         let journal = JournalLogSink(logger: logger)
         let status = StatusBoard(logger: logger, observers: [hub, notifier, journal] + (watchdog.map { [$0] } ?? []))
-        let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status))
+        let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status, configFile: configPath == nil ? nil : ConfigFileInstaller(
+            check: { [self] bytes in checkConfiguration(text: bytes) },
+            install: { [self] bytes in installConfiguration(bytes, from: "osdp file transfer") })))
         status.addObserver(outputs)
         let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs }, site: site)
         telemetryBox.set(telemetry)

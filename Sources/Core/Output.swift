@@ -133,11 +133,29 @@ public struct OutputContext: Sendable {
     public let logger: Logger
     public let feedback: any FeedbackSink
     public let links: any ControllerLinkObserver
+    /// Where a config file sent by a controller goes (OSDP file transfer); nil: the daemon runs on flags
+    /// only and refuses such files.
+    public let configFile: ConfigFileInstaller?
 
-    public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver) {
+    public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver,
+                configFile: ConfigFileInstaller? = nil) {
         self.logger = logger
         self.feedback = feedback
         self.links = links
+        self.configFile = configFile
+    }
+}
+
+/// The daemon's side of a config file that a controller sends: `check` judges the text as a reload would
+/// (no side effects, fast enough for a link thread: nil means it would load, else the reason it would be
+/// refused); `install` writes a checked text over the config file atomically and reloads.
+public struct ConfigFileInstaller: Sendable {
+    public let check: @Sendable ([UInt8]) -> String?
+    public let install: @Sendable ([UInt8]) -> Void
+
+    public init(check: @escaping @Sendable ([UInt8]) -> String?, install: @escaping @Sendable ([UInt8]) -> Void) {
+        self.check = check
+        self.install = install
     }
 }
 

@@ -37,6 +37,7 @@ public enum OSDPReply: UInt8, Sendable {
     case initialReplyMAC = 0x78
     case busy = 0x79
     case manufacturer = 0x90
+    case fileTransferStatus = 0x7A
 }
 
 /// The error code of an osdp_NAK (the spec's table of NAK codes).

@@ -38,7 +38,7 @@ extension OSDPOutput {
                     try OSDPOutput(settings: settings.effectiveOSDP, features: features(settings), feedback: context.feedback,
                                    linkObserver: context.links, logger: context.logger, firmware: firmware,
                                    wiegandBits: settings.osdp.cardFormat == .wiegand ? wiegandBits(settings) : nil,
-                                   system: system, gpiod: gpiod)
+                                   system: system, gpiod: gpiod, configFile: context.configFile)
                 })),
             lineClaims: { settings in
                 let o = settings.effectiveOSDP

@@ -43,7 +43,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
                 gpiod: any GpiodCalls = SystemGpiodCalls(),
                 clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
                 machineIDPath: String = "/etc/machine-id",
-                hwmonRoot: String = "/sys/class/hwmon") throws(UsageError) {
+                hwmonRoot: String = "/sys/class/hwmon", configFile: ConfigFileInstaller? = nil) throws(UsageError) {
         guard let device = settings.device else { throw UsageError("osdp: no device set (osdp = /dev/ttyUSB0 ...)") }
         if settings.cardFormat == .wiegand && wiegandBits == nil {
             throw UsageError("osdp-card-format = wiegand needs the Wiegand encoder: configure the [wiegand] format, or use osdp-card-format = raw")
@@ -69,6 +69,9 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         } catch {
             throw UsageError("osdp: \(error)")
         }
+        if let configFile {
+            peripheral.fileTransfer = OSDPFileTransfer { bytes in configFile.check(bytes).map { (.unacceptable, $0) } }
+        }
         self.settings = settings
         self.logger = logger
         self.wiegandBits = wiegandBits
@@ -87,7 +90,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         let link = OSDPLink(device: device, settings: settings, baud: startup.configuration.baud,
                             peripheral: peripheral, health: health, feedback: feedback,
                             linkObserver: linkObserver, logger: logger, system: system, clock: clock,
-                            levels: levels, undervoltage: undervoltage)
+                            levels: levels, undervoltage: undervoltage, configFile: configFile)
         var lines: [DebouncedInputs.Input] = []
         if let line = settings.tamperLine {
             lines.append(.init(name: "tamper", title: "tamper switch", option: "osdp-tamper-line", line: line, activeLow: settings.tamperActiveLow))
@@ -243,6 +246,7 @@ final class OSDPLink: @unchecked Sendable {
     private var undervoltageNow = false
     private var undervoltageReadAt: MonotonicInstant?
     private var reported = OSDPReaderStatus()
+    private let configFile: ConfigFileInstaller?
 
     /// How long one wait for bytes lasts before the clock (offline, TTL) and the stop flag are looked at.
     static let sliceMs = 50.0
@@ -253,7 +257,7 @@ final class OSDPLink: @unchecked Sendable {
     init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, health: PosixMutex<ComponentHealth>,
          feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
          clock: @escaping @Sendable () -> MonotonicInstant, levels: PosixMutex<OSDPInputLevels>,
-         undervoltage: OSDPUndervoltageFlag?) {
+         undervoltage: OSDPUndervoltageFlag?, configFile: ConfigFileInstaller? = nil) {
         self.levels = levels
         self.undervoltage = undervoltage
         self.device = device
@@ -267,6 +271,7 @@ final class OSDPLink: @unchecked Sendable {
         self.system = system
         self.clock = clock
         self.nextOpenAt = clock()
+        self.configFile = configFile
     }
 
     func run(_ inbox: WorkerInbox<OSDPCardRead>) {
@@ -383,6 +388,9 @@ final class OSDPLink: @unchecked Sendable {
                 switchLink(address: address, baud: newBaud)
             case .keyInstalled:
                 refreshHealth()
+            case .configFileReceived(let bytes):
+                // Checked already (the last FTSTAT said so); the daemon writes it and reloads.
+                if let configFile { configFile.install(bytes) } else { logger.warning("osdp: a config file arrived but nothing installs it; dropped") }
             }
         }
     }

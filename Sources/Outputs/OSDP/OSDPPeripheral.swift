@@ -76,6 +76,8 @@ public enum OSDPEffect: Equatable, Sendable {
     case switchLink(address: UInt8, baud: Int)
     /// osdp_KEYSET stored a new SCBK; install mode is over.
     case keyInstalled
+    /// osdp_FILETRANSFER delivered a whole config file that passed the check (`OSDPFileTransfer`): install it.
+    case configFileReceived([UInt8])
 }
 
 /// What one frame (or a tick of the clock) made the PD do.
@@ -112,6 +114,8 @@ public final class OSDPPeripheral {
     private var cached: (command: [UInt8], reply: [UInt8])?
     private var channel: OSDPChannelState = .inactive
     private var pending: [OSDPCardRead] = []
+    /// osdp_FILETRANSFER reassembly; its check comes from the owner (none: transfers are refused).
+    public var fileTransfer = OSDPFileTransfer()
 
     private enum LinkState { case unknown, online, offline }
     private var link: LinkState = .unknown
@@ -510,7 +514,14 @@ public final class OSDPPeripheral {
             reply(&x, .ack)
         case .challenge, .serverCryptogram:
             nak(&x, .securityConditions, "command \(hex(code)) with the wrong security block")
-        case .outputStatus, .readerStatus, .output, .fileTransfer, .abort:
+        case .fileTransfer:
+            let outcome = fileTransfer.receive(data)
+            if let note = outcome.note {
+                if outcome.refused { logger.warning("osdp: \(note)", rateLimitKey: "osdp-file\(outcome.status.detail.rawValue)") } else { logger.notice("osdp: \(note)") }
+            }
+            if let file = outcome.completed { x.effects.append(.configFileReceived(file)) }
+            reply(&x, .fileTransferStatus, outcome.status.data)
+        case .outputStatus, .readerStatus, .output, .abort:
             nak(&x, .unknownCommand, "command \(hex(code)) is not implemented by this reader")
         }
     }

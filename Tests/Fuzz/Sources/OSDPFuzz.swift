@@ -143,7 +143,7 @@ enum OSDPFuzz {
                 continue
             case .secureChannel(active: true, _):
                 require(verdict == .serverCryptogram, "secure = required: the channel came up on a frame that is not the SCRYPT of the last CHLNG (\(verdict)): \(shown)")
-            case .feedback, .text, .readSent, .readDropped, .switchLink, .keyInstalled:
+            case .feedback, .text, .readSent, .readDropped, .switchLink, .keyInstalled, .configFileReceived:
                 require(verdict == .mac, "secure = required: \(effect) from a frame without a good MAC (\(verdict)): \(shown)")
             }
             gated += 1

@@ -10,6 +10,8 @@ The test talks to it in JSON lines:
          {"cmd": "comset", "address": n, "baud_rate": n}
          {"cmd": "status", "type": "local" | "input" | "output"}   osdp_LSTAT / ISTAT / OSTAT
          {"cmd": "mfg", "vendor_code": n, "data": "<hex>"}   osdp_MFG   {"cmd": "pd_id"}   the PDID the CP holds
+         {"cmd": "file", "id": n, "path": "..."}   send the file at path with osdp_FILETRANSFER, file type id
+                               (libosdp's register_file_ops + Command.FileTransfer)
          {"cmd": "keyset", "key": "<32 hex>"}   a new SCBK (secure channel only; libosdp switches to it on ACK)
          {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
                                line tries SCBK-D and KEYSET (osdp_attacker_cp.py, not libosdp)
@@ -22,6 +24,11 @@ The test talks to it in JSON lines:
          {"event": "status", "type": "local" | "input" | "output", "report": "<hex>"} (asked for or unsolicited),
          {"event": "mfgrep", "vendor_code": n, "data": "<hex>"}, {"event": "pd_id", "vendor_code": n, ...},
          {"event": "stopped"}, {"event": "torn-down"}, {"event": "error", "message": "..."},
+         {"event": "file-progress", "id": n, "size": n, "offset": n} (each change seen while it runs),
+         {"event": "file-done", "id": n, "size": n, "sent": n, "closed": bool}: the last byte went out (offset ==
+         size) or libosdp no longer reports the transfer; "sent" is the last offset seen (3.2.9 does not expose the
+         PD's final FTSTAT status; it counts a negative one as a failed reply and stops polling for a while),
+         "closed" whether libosdp closed the file (it does when the transfer ends, well or not),
          {"event": "attack", "steps": [{"sent": "...", "reply": "NAK", "nak": 6}, ...], "took_over": bool}
 
 Everything it does is driven by those commands and by libosdp's own callbacks; the only timing is the
@@ -201,6 +208,58 @@ class Peer:
             self.cp = None
         emit(event="torn-down")
 
+    def send_file(self, cmd):
+        """Sends the file at cmd["path"] as file type cmd["id"]; a watcher thread reports the progress as
+        libosdp's get_file_tx_status sees it, and file-done when the transfer is over."""
+        if self.cp is None:
+            return emit(event="submitted", cmd="file", ok=False)
+        file_id = int(cmd["id"])
+        with open(cmd["path"], "rb") as f:
+            content = f.read()
+        closed = threading.Event()
+
+        def fop_open(fid, size):
+            return len(content) if fid == file_id else -1
+
+        def fop_read(size, offset):
+            return content[offset:offset + size]
+
+        def fop_write(data, offset):
+            return -1  # the CP only sends
+
+        def fop_close(fid):
+            closed.set()
+
+        fops = {"open": fop_open, "read": fop_read, "write": fop_write, "close": fop_close}
+        if not self.cp.register_file_ops(self.address, fops):
+            return emit(event="submitted", cmd="file", ok=False)
+        ok = self.cp.submit_command(self.address, {"command": Command.FileTransfer, "id": file_id, "flags": 0})
+        emit(event="submitted", cmd="file", ok=bool(ok))
+        if not ok:
+            return
+
+        def watch_file():
+            last = None
+            seen = False
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                status = self.cp.get_file_tx_status(self.address) if self.cp is not None else None
+                if status is not None:
+                    seen = True
+                    if status != last:
+                        emit(event="file-progress", id=file_id, size=status.get("size"), offset=status.get("offset"))
+                        last = status
+                    # libosdp 3.2.x keeps reporting a finished transfer (its DONE state) with offset == size.
+                    if status.get("offset") == status.get("size"):
+                        break
+                elif seen or closed.is_set():
+                    break
+                time.sleep(0.02)
+            emit(event="file-done", id=file_id, size=len(content), sent=(last or {}).get("offset"),
+                 closed=closed.is_set())
+
+        threading.Thread(target=watch_file, daemon=True).start()
+
     def submit(self, name, command):
         if self.cp is None:
             return emit(event="submitted", cmd=name, ok=False)
@@ -295,6 +354,8 @@ def main():
                     emit(event="error", message="pd_id: no CP running")
                 else:
                     emit(event="pd_id", **vars(peer.cp.get_pd_id(peer.address)))
+            elif name == "file":
+                peer.send_file(cmd)
             elif name == "attack":
                 if peer.cp is not None or peer.controller is None:
                     emit(event="error", message="attack: needs the pseudo-terminal and no CP running (teardown first)")

@@ -418,6 +418,97 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertEqual(granted.first?.hertz ?? 0, 1500, accuracy: 30, "then the panel's BUZ at beep-tone-hz: \(granted)")
         XCTAssertEqual(granted.first?.milliseconds ?? 0, 200, accuracy: 3)
     }
+
+    // MARK: - osdp_FILETRANSFER: a config file from the panel
+
+    /// The panel (libosdp's CP, in the secure channel) sends a config file as file type 1: it passes the
+    /// check, replaces the config file the daemon was started with, and the daemon reloads it.
+    func testAConfigFileSentByThePanelIsInstalledAndReloaded() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let key = (0..<16).map { UInt8(0x70 + $0) }
+        try writeKey(key)
+        let conf = dir + "/scangate.conf"
+        try TestFiles.write("[debounce]\nhold-off-ms = 1500\n", to: conf)
+        let sent = dir + "/from-panel.conf"
+        let newText = "# sent by the panel\n[debounce]\nhold-off-ms = 2000\n" + String(repeating: "# padding\n", count: 300)
+        try TestFiles.write(newText, to: sent)
+        let camera = try scenario(frames: 4000, codes: [])
+        let daemon = try startDaemon(peer, camera: camera, ["--config", conf])
+        defer { daemon.stop() }
+        peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(key), "enforce_secure": true])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == true }, "\(peer.events) \(daemon.stderr)")
+
+        peer.send(["cmd": "file", "id": 1, "path": sent])
+        XCTAssertNotNil(peer.wait(for: "submitted", within: 10) { $0["cmd"] as? String == "file" && $0["ok"] as? Bool == true },
+                        "\(peer.events)")
+        XCTAssertTrue(waitUntil(60) { self.logged(daemon, "reloaded: defaults, then \(conf)") }, "\(peer.events) \(daemon.stderr)")
+        XCTAssertTrue(logged(daemon, "osdp file transfer: installed a \(newText.utf8.count)-byte config file as"), "\(daemon.stderr)")
+        XCTAssertEqual(try String(contentsOfFile: conf, encoding: .utf8), newText)
+        XCTAssertNotNil(peer.wait(for: "file-done", within: 20), "\(peer.events)")
+        XCTAssertTrue(peer.events.contains { $0["event"] as? String == "file-progress" && ($0["offset"] as? Int ?? 0) > 0 },
+                      "the file went in more than one fragment: \(peer.events)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.contains(".tmp") }, [],
+                       "no temporary file left")
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
+    /// With no config file (flags only) there is nothing to replace: the transfer is refused at its first
+    /// fragment, with a log line that says why.
+    func testWithoutAConfigFileAFileTransferIsRefused() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let sent = dir + "/from-panel.conf"
+        try TestFiles.write("[debounce]\nhold-off-ms = 2000\n", to: sent)
+        let camera = try scenario(frames: 4000, codes: [])
+        let daemon = try startDaemon(peer, camera: camera, ["--osdp-secure", "off"])
+        defer { daemon.stop() }
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == false }, "\(peer.events) \(daemon.stderr)")
+        peer.send(["cmd": "file", "id": 1, "path": sent])
+        XCTAssertTrue(waitUntil(30) { self.logged(daemon, "file transfer refused: scangate runs without a config file (flags only)") },
+                      "\(peer.events) \(daemon.stderr)")
+        XCTAssertFalse(logged(daemon, "reloading"), "\(daemon.stderr)")
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
+    /// A file that would not load (a bad value) is refused with the reason logged; the config file stays
+    /// byte for byte what it was and nothing reloads. Another file type is refused too.
+    func testABrokenConfigFileFromThePanelIsRefusedAndTheConfigFileIsUnchanged() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let conf = dir + "/scangate.conf"
+        let original = "[debounce]\nhold-off-ms = 1500\n"
+        try TestFiles.write(original, to: conf)
+        let broken = dir + "/broken.conf"
+        try TestFiles.write("[debounce]\nhold-off-ms = banana\n", to: broken)
+        let camera = try scenario(frames: 4000, codes: [])
+        let daemon = try startDaemon(peer, camera: camera, ["--config", conf, "--osdp-secure", "off"])
+        defer { daemon.stop() }
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == false }, "\(peer.events) \(daemon.stderr)")
+
+        peer.send(["cmd": "file", "id": 1, "path": broken])
+        XCTAssertTrue(waitUntil(30) { self.logged(daemon, "config file was refused, the config in force is unchanged") },
+                      "\(peer.events) \(daemon.stderr)")
+        XCTAssertTrue(logged(daemon, "hold-off-ms"), "the reason names the key: \(daemon.stderr)")
+        XCTAssertNotNil(peer.wait(for: "file-done", within: 20), "\(peer.events)")
+
+        // libosdp 3.2.9 counts the negative FTSTAT as a failed reply and keeps the transfer; a fresh CP
+        // sends the next file.
+        peer.send(["cmd": "teardown"])
+        XCTAssertNotNil(peer.wait(for: "torn-down", within: 10), "\(peer.events)")
+        peer.clearEvents()
+        peer.send(["cmd": "start", "address": 0, "scbk": NSNull(), "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 30) { $0["sc"] as? Bool == false }, "\(peer.events) \(daemon.stderr)")
+        peer.send(["cmd": "file", "id": 7, "path": broken])
+        XCTAssertTrue(waitUntil(30) { self.logged(daemon, "file type 7 refused") }, "\(peer.events) \(daemon.stderr)")
+
+        XCTAssertEqual(try String(contentsOfFile: conf, encoding: .utf8), original)
+        XCTAssertFalse(logged(daemon, "reloading \(conf)"), "\(daemon.stderr)")
+        XCTAssertFalse(logged(daemon, "installed a"), "\(daemon.stderr)")
+        XCTAssertEqual(daemon.stop(), 0)
+    }
 }
 
 /// `scangate doctor --osdp PTY ...` (the real binary) against libosdp's ControlPanel: the port, the polls
