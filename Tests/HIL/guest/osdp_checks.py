@@ -24,6 +24,8 @@ Checks:
 - osdp-tamper-door-power: the tamper switch, door contact and supply monitor on gpio-sim lines; each edge
   reaches the panel as an unsolicited LSTATR or ISTATR, on the wire within 100 ms of the edge; PDID's
   vendor code and MFG's build id reach the panel; SIGTERM releases the input lines.
+- osdp-file-transfer: the panel's osdp_FILETRANSFER installs a good config file over --config and the
+  daemon reloads it; a broken one is refused and the file stays byte for byte.
 """
 import json
 import os
@@ -268,7 +270,7 @@ def osdp_run_secure_vivid(rig):
                if fragments else ""))
 
 
-TAMPER, DOOR, POWER = 5, 6, 19
+TAMPER, DOOR, POWER = 5, 6, 24
 
 
 @check("osdp-tamper-door-power")
@@ -323,6 +325,62 @@ def osdp_tamper_door_power(rig):
     return (f"{device}: PDID vendor 0x0A0B0C; edge on gpio-sim to the unsolicited reply on the wire: "
             f"tamper {ms(edges[0][1])}, door contact {ms(edges[1][1])}, power {ms(edges[2][1])} (debounce 10 ms, "
             f"libosdp polls every 50 ms); MFG build id {bytes.fromhex(mfg['data'])[1:].decode()!r}")
+
+
+@check("osdp-file-transfer")
+def osdp_file_transfer(rig):
+    """Issue 24: the panel sends a config file with osdp_FILETRANSFER: a good one is installed over the
+    daemon's --config file and applied as a reload; a broken one is refused and the file in force stays
+    byte for byte."""
+    require(os.access(VENV_PYTHON, os.X_OK), f"no {VENV_PYTHON}: run scripts/python-env on the host")
+    device = osdp_uart()
+    panel = Panel(rig)
+    panel.wait(0, "ready", 60)
+    scbk = "00112233445566778899AABBCCDDEEFF"
+    key = key_file(f"/tmp/{rig.check_name}.scbk", scbk)
+    state = f"/tmp/{rig.check_name}.osdp-state"
+    idle = scenario(rig.check_name, 10, 1200, [])
+    conf = f"/tmp/{rig.check_name}.conf"
+    base = (f"[camera]\ncamera = sim:{idle}\n[osdp]\nosdp = {device}\nosdp-scbk-file = {key}\n"
+            f"osdp-state-file = {state}\nosdp-serial = 4242\nosdp-vendor-code = 0x0A0B0C\n"
+            f"[service]\nlog-level = debug\n")
+    with open(conf, "w") as f:
+        f.write(base + "[debounce]\nhold-off-ms = 1500\n")
+    daemon = Daemon(rig, ["--config", conf])
+    daemon.wait_for_stderr(f"osdp: listening on {device}", 30)
+    mark, _ = start_panel(rig, panel, scbk)
+
+    # A good file, through the run directory the host's panel reads.
+    good = base + "[debounce]\nhold-off-ms = 2500\n"
+    with open(os.path.join(rig.run_dir, "osdp-good.conf"), "w") as f:
+        f.write(good)
+    sent = time.monotonic()
+    panel.send(cmd="file", id=1, path="osdp-good.conf")
+    panel.wait(mark, "submitted", 20, lambda e: e.get("cmd") == "file" and e.get("ok"))
+    daemon.wait_for_stderr(f"reloaded: defaults, then {conf}", 60)
+    applied_s = time.monotonic() - sent
+    with open(conf) as f:
+        require(f.read() == good, "the config file is not the one the panel sent")
+    panel.wait(mark, "file-done", 30)
+
+    # A broken one: refused, the file in force unchanged, no second reload.
+    broken = base + "[debounce]\nhold-off-ms = banana\n"
+    with open(os.path.join(rig.run_dir, "osdp-broken.conf"), "w") as f:
+        f.write(broken)
+    step = panel.mark()
+    panel.send(cmd="file", id=1, path="osdp-broken.conf")
+    panel.wait(step, "submitted", 20, lambda e: e.get("cmd") == "file" and e.get("ok"))
+    daemon.wait_for_stderr("config file was refused, the config in force is unchanged", 60)
+    with open(conf) as f:
+        require(f.read() == good, "a refused file changed the config file")
+    reloads = [line for line in daemon.stderr if "reloaded: defaults, then" in line]
+    require(len(reloads) == 1, f"{len(reloads)} reloads, expected the good file's only")
+    status = daemon.terminate(timeout=10)
+    require(status == 0, f"scangate exited {status} on SIGTERM: {daemon.last_stderr()}")
+    leftovers = [n for n in os.listdir("/tmp") if ".conf.tmp" in n and rig.check_name in n]
+    require(not leftovers, f"temporary files left: {leftovers}")
+    return (f"{device}: a {len(good)}-byte config file sent by libosdp's panel installed and reloaded "
+            f"{applied_s:.1f} s after it was submitted; a broken one refused, the config file unchanged")
 
 
 @check("osdp-run-plain")

@@ -133,6 +133,7 @@ class Peer:
             self.controller = self.device = None
         self.channel = channel
         self.cp = None
+        self.base_dir = os.getcwd()   # where a relative "file" path is found (the commands file's directory)
         self.address = 0
         self.watch_stop = None
         self.watcher = None
@@ -214,7 +215,10 @@ class Peer:
         if self.cp is None:
             return emit(event="submitted", cmd="file", ok=False)
         file_id = int(cmd["id"])
-        with open(cmd["path"], "rb") as f:
+        path = cmd["path"]
+        if not os.path.isabs(path):   # the HIL guest names a file in the run directory it shares
+            path = os.path.join(self.base_dir, path)
+        with open(path, "rb") as f:
             content = f.read()
         closed = threading.Event()
 
@@ -312,6 +316,8 @@ def main():
     else:
         peer = Peer()
         emit(event="ready", device=os.ttyname(peer.device))
+    if args.commands:
+        peer.base_dir = os.path.dirname(os.path.abspath(args.commands))
     for line in (follow(args.commands) if args.commands else sys.stdin):
         line = line.strip()
         if not line:
