@@ -133,11 +133,15 @@ public struct OutputContext: Sendable {
     public let logger: Logger
     public let feedback: any FeedbackSink
     public let links: any ControllerLinkObserver
+    /// The door relay, for a panel's output commands (OSDP osdp_OUT); empty when none is configured.
+    public let relay: PanelRelaySlot
 
-    public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver) {
+    public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver,
+                relay: PanelRelaySlot = PanelRelaySlot()) {
         self.logger = logger
         self.feedback = feedback
         self.links = links
+        self.relay = relay
     }
 }
 

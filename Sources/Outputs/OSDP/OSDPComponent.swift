@@ -18,7 +18,8 @@ extension OSDPOutput {
         let lines = settings.gpio.chip == nil ? [:] : settings.gpio.lines
         let leds: OSDPReaderFeatures.LEDs = lines[.green] != nil && lines[.red] != nil ? .redGreen
             : (lines[.green] != nil || lines[.red] != nil ? .oneColor : .none)
-        return OSDPReaderFeatures(leds: leds, buzzer: lines[.buzzer] != nil || settings.beep.enabled)
+        return OSDPReaderFeatures(leds: leds, buzzer: lines[.buzzer] != nil || settings.beep.enabled,
+                                  outputs: settings.doorRelay.isEnabled ? 1 : 0)
     }
 
     /// The `[osdp]` door output: a reader (PD) on the panel's RS-485 line.
@@ -37,7 +38,7 @@ extension OSDPOutput {
                     try OSDPOutput(settings: settings.osdp, features: features(settings), feedback: context.feedback,
                                    linkObserver: context.links, logger: context.logger, firmware: firmware,
                                    wiegandBits: settings.osdp.cardFormat == .wiegand ? wiegandBits(settings) : nil,
-                                   system: system)
+                                   relay: context.relay, system: system)
                 })),
             doctor: { settings, context in
                 guard settings.osdp.device != nil else { return [] }

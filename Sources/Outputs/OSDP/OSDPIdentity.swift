@@ -76,10 +76,13 @@ public struct OSDPReaderFeatures: Equatable, Sendable {
     public var leds: LEDs
     /// A buzzer line or the ALSA beep.
     public var buzzer: Bool
+    /// Outputs the panel can drive with osdp_OUT: 1 when a door relay is configured (output 0), else 0.
+    public var outputs: Int
 
-    public init(leds: LEDs, buzzer: Bool) {
+    public init(leds: LEDs, buzzer: Bool, outputs: Int = 0) {
         self.leds = leds
         self.buzzer = buzzer
+        self.outputs = outputs
     }
 }
 
@@ -89,6 +92,8 @@ enum OSDPCapabilities {
     static func entries(features: OSDPReaderFeatures, secure: OSDPSecureMode, defaultKeyAccepted: Bool,
                         receiveBuffer: Int) -> [(UInt8, UInt8, UInt8)] {
         var list: [(UInt8, UInt8, UInt8)] = []
+        // 2: output control (the door relay as output 0): on/off and timed commands, level 2.
+        if features.outputs > 0 { list.append((2, 2, UInt8(clamping: features.outputs))) }
         // 3: card data as an array of bits (osdp_RAW), at most 1024 bits.
         list.append((3, 1, 0))
         // 4: LEDs with timed commands; red+green+amber is OSDP's "tri-color".
