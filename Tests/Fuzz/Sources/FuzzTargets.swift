@@ -37,6 +37,7 @@ enum FuzzTargets {
         FuzzTarget(name: "wiegand", summary: "WiegandEncoder: wiegand-map, facility, over-range and formats", run: WiegandFuzz.run),
         FuzzTarget(name: "osdp", summary: "OSDP reader: frame reader, secure channel, PD state machine", run: OSDPFuzz.run,
                    mustReach: OSDPFuzz.steps, reach: OSDPFuzz.reach),
+        FuzzTarget(name: "osdpout", summary: "osdp_OUT record parser (OSDPOutputControl), OSTATR levels", run: OSDPOutputFuzz.run),
         FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws,
                    mustReach: CredentialFuzz.steps, reach: CredentialFuzz.jwsReach),
         FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
