@@ -51,9 +51,10 @@ extension DoorRelayOutput {
     }
 
     /// Set when nothing but the camera stands between a printed code and the door: no signed passes and
-    /// no payload filter (allowed, for a site that wants it, but said at every start and in doctor).
+    /// no payload filter (allowed, for a site that wants it, but said at every start and in doctor). Not
+    /// with door-relay-driver = panel: the panel decides then.
     static func openToAnyCode(_ settings: RunSettings) -> String? {
-        guard settings.credential.format == .off, !settings.filter.isActive else { return nil }
+        guard settings.doorRelay.driver == .reads, settings.credential.format == .off, !settings.filter.isActive else { return nil }
         return "neither credential-format nor a payload filter is set: every code read opens the door"
     }
 }
