@@ -136,13 +136,16 @@ public struct OutputContext: Sendable {
     /// Where a config file sent by a controller goes (OSDP file transfer); nil: the daemon runs on flags
     /// only and refuses such files.
     public let configFile: ConfigFileInstaller?
+    /// The door relay, for a panel's output commands (OSDP osdp_OUT); empty when none is configured.
+    public let relay: PanelRelaySlot
 
     public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver,
-                configFile: ConfigFileInstaller? = nil) {
+                configFile: ConfigFileInstaller? = nil, relay: PanelRelaySlot = PanelRelaySlot()) {
         self.logger = logger
         self.feedback = feedback
         self.links = links
         self.configFile = configFile
+        self.relay = relay
     }
 }
 

@@ -33,5 +33,9 @@ extension OptionTable {
                    help: "the relay is energised by a low level (most opto-isolated relay boards); idle is then high",
                    apply: { s, v in s.doorRelay.activeLow = try ParseValue.bool(v) },
                    show: { String($0.doorRelay.activeLow) }),
+        OptionSpec(DoorRelaySettings.Option.driver, .doorRelay, .value(placeholder: "reads|panel"), default: "reads",
+                   help: "what energises the relay: reads (each accepted read pulses it; an OSDP panel's osdp_OUT is honoured too) or panel (only the OSDP panel's osdp_OUT; reads no longer pulse it)",
+                   apply: { s, v in s.doorRelay.driver = try ParseValue.choice(v, DoorRelayDriver.allCases.map { ($0.rawValue, $0) }) },
+                   show: { $0.doorRelay.driver.rawValue }),
     ]
 }

@@ -1,5 +1,14 @@
 import Core
 
+/// door-relay-driver: what energises the relay.
+public enum DoorRelayDriver: String, CaseIterable, Equatable, Sendable {
+    /// Each accepted read pulses it for door-relay-ms; an OSDP panel's osdp_OUT is honoured as well (the
+    /// relay is energised while either asks for it).
+    case reads
+    /// Only the OSDP panel's osdp_OUT drives it: accepted reads go to the panel and no longer pulse it.
+    case panel
+}
+
 /// The `[door-relay]` section: a door strike's relay (or MOSFET) on one GPIO line, pulsed for each
 /// accepted read (with credential-format on: each accepted pass). A plain value; the line request and
 /// the pulse live in `DoorRelayOutput`.
@@ -12,6 +21,8 @@ public struct DoorRelaySettings: SettingsSection {
     public var pulseMs: Int = 3000
     /// door-relay-active-low: the relay is energised by a low level (most opto-isolated relay boards).
     public var activeLow: Bool = false
+    /// door-relay-driver: accepted reads (and the panel) or the panel alone.
+    public var driver: DoorRelayDriver = .reads
 
     public init() {}
 
@@ -22,6 +33,7 @@ public struct DoorRelaySettings: SettingsSection {
         public static let chip = "door-relay-chip"
         public static let pulseMs = "door-relay-ms"
         public static let activeLow = "door-relay-active-low"
+        public static let driver = "door-relay-driver"
     }
 
     public var isEnabled: Bool { line != nil }
@@ -42,6 +54,7 @@ public struct DoorRelaySettings: SettingsSection {
     public var summary: String {
         guard let line else { return "off" }
         return "\(line) on \(chip ?? "-"), \(pulseMs) ms" + (activeLow ? ", active-low" : "")
+            + (driver == .panel ? ", driven by the panel" : "")
     }
 }
 

@@ -20,7 +20,10 @@ extension DoorRelayOutput {
                 make: { settings, context in
                     try validate(settings)
                     if let warning = openToAnyCode(settings) { context.logger.warning("door relay: \(warning)") }
-                    return try DoorRelayOutput(settings: settings.effectiveDoorRelay, logger: context.logger, calls: calls)
+                    let relay = try DoorRelayOutput(settings: settings.effectiveDoorRelay, logger: context.logger, calls: calls)
+                    // An OSDP panel's osdp_OUT finds it here (also after a reload rebuilt either side).
+                    context.relay.attach(relay)
+                    return relay
                 })),
             doctorFlags: [DoctorFlag("test-relay", help: "pulse the door relay once, for door-relay-ms (the strike should click)",
                                      howToConfigure: "set door-relay = GPIOn and door-relay-chip (or gpio-chip) in [door-relay]",
@@ -42,12 +45,16 @@ extension DoorRelayOutput {
         let r = settings.effectiveDoorRelay
         guard r.isEnabled, r.line != nil else { return }
         try r.validate()
+        if r.driver == .panel && settings.osdp.device == nil {
+            throw UsageError("--\(DoorRelaySettings.Option.driver) = panel needs an OSDP panel to drive the relay: set osdp (the panel's serial device) in [osdp], or use --\(DoorRelaySettings.Option.driver) = reads")
+        }
     }
 
     /// Set when nothing but the camera stands between a printed code and the door: no signed passes and
-    /// no payload filter (allowed, for a site that wants it, but said at every start and in doctor).
+    /// no payload filter (allowed, for a site that wants it, but said at every start and in doctor). Not
+    /// with door-relay-driver = panel: the panel decides then.
     static func openToAnyCode(_ settings: RunSettings) -> String? {
-        guard settings.credential.format == .off, !settings.filter.isActive else { return nil }
+        guard settings.doorRelay.driver == .reads, settings.credential.format == .off, !settings.filter.isActive else { return nil }
         return "neither credential-format nor a payload filter is set: every code read opens the door"
     }
 }

@@ -25,7 +25,13 @@ public struct DoorRelayRuntime: Sendable {
 /// The line is requested inactive at start, left inactive at close, and `forceInactive` (the daemon's
 /// shutdown deadline) drives it inactive from any thread. Resources: one chip handle and one line
 /// request (`RelayLine`, behind `line`), one thread.
-public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @unchecked Sendable {
+///
+/// An OSDP panel drives it too (`command`, from osdp_OUT): a permanent state (on or off) and a temporary
+/// state for a time, after which the permanent state returns. The line is active while a read's pulse
+/// runs or the panel's state (the temporary one while it lasts, else the permanent one) is on. With
+/// door-relay-driver = panel, reads no longer pulse it (`offer` refuses them): only the panel does.
+/// The panel's state starts off, and after `forceInactive` or `close` nothing drives the line again.
+public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, PanelDrivenRelay, @unchecked Sendable {
     public let name = "door-relay"
     public let settings: DoorRelaySettings
     private let runtime: DoorRelayRuntime
@@ -49,6 +55,11 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         var nextRetry: MonotonicInstant?
         /// Set by forceInactive: the line is never driven active again.
         var forced = false
+        /// The panel's permanent state (osdp_OUT codes 1 to 4).
+        var panelOn = false
+        /// The panel's temporary state and when it ends (codes 5, 6).
+        var panelTemporary: (on: Bool, until: MonotonicInstant)?
+        var panelCommands: UInt64 = 0
         var pulses: UInt64 = 0
         var refused: UInt64 = 0
         var dropped: UInt64 = 0
@@ -84,6 +95,9 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
     /// Records the pulse for the relay thread and returns at once. Refused (for the relay alone) when
     /// the line is not held, or when the read is already too old to open the door for.
     public func offer(_ event: ReadEvent) -> OutputOffer {
+        if settings.driver == .panel {
+            return .refused(reason: "\(DoorRelaySettings.Option.driver) = panel: only the panel's osdp_OUT opens the door")
+        }
         guard event.verdict.isAccepted else {
             state.withLock { $0.refused += 1 }
             return .refused(reason: "the read was rejected")
@@ -109,9 +123,33 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
         return .taken
     }
 
-    /// A pulse not tied to a read: doctor's --test-relay.
+    /// The panel's output command (OSDP osdp_OUT), recorded for the relay thread; returns at once.
+    /// Honoured with either door-relay-driver. Refused when the line is not held or the relay is closing.
+    public func command(_ command: RelayCommand) -> OutputOffer {
+        let now = MonotonicInstant.now()
+        let closing = worker.withLock { $0?.isStopping ?? true }
+        let refusal: String? = state.withLock { s in
+            if closing || s.forced { return "the door relay is closing" }
+            guard s.lineUp else { return "door relay line not available: \(s.lineError ?? "not opened yet")" }
+            s.panelCommands += 1
+            switch command {
+            case .permanent(let on, let abortTimed):
+                s.panelOn = on
+                if abortTimed { s.panelTemporary = nil }
+            case .temporary(let on, let milliseconds):
+                s.panelTemporary = (on, now.adding(milliseconds: Double(max(0, milliseconds))))
+            }
+            return nil
+        }
+        if let refusal { return .refused(reason: refusal) }
+        worker.withLock { $0 }?.wake()
+        return .taken
+    }
+
+    /// A pulse not tied to a read: doctor's --test-relay. Pulses whatever door-relay-driver says.
     public func pulse() -> OutputOffer {
-        offer(ReadEvent(seq: 0, wallTimeNanoseconds: WallClock.nowNanoseconds(),
+        if settings.driver == .panel { return command(.temporary(on: true, milliseconds: settings.pulseMs)) }
+        return offer(ReadEvent(seq: 0, wallTimeNanoseconds: WallClock.nowNanoseconds(),
                         symbol: DecodedSymbol(symbology: .qr, data: [], bounds: Rect(x: 0, y: 0, w: 0, h: 0)),
                         frame: 0, dequeuedAt: .now(), emittedAt: .now()))
     }
@@ -127,7 +165,9 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
     public func waitUntilIdle(timeoutMs: Double) -> Bool {
         let deadline = MonotonicInstant.now().adding(milliseconds: timeoutMs)
         while true {
-            let idle = state.withLock { $0.request == nil && $0.until == nil && !$0.active }
+            let idle = state.withLock {
+                $0.request == nil && $0.until == nil && !$0.active && $0.panelTemporary == nil && !$0.panelOn
+            }
             if idle { return true }
             if MonotonicInstant.now() >= deadline { return false }
             sleepThread(milliseconds: 5)
@@ -165,7 +205,8 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
 
     public var health: ComponentHealth {
         state.withLock { s in
-            let base = "\(settings.pulseMs) ms pulse" + (settings.activeLow ? ", active-low" : "")
+            let base = (settings.driver == .panel ? "driven by the panel" : "\(settings.pulseMs) ms pulse")
+                + (settings.activeLow ? ", active-low" : "") + (s.panelCommands > 0 ? ", \(s.panelCommands) panel command(s)" : "")
             let detail = s.lineUp ? "\(s.lineTitle), \(base), \(s.active ? "open" : "shut")"
                                   : "line not available: \(s.lineError ?? "opening")"
             return ComponentHealth(name: name, state: s.lineUp ? .ok : .down, detail: detail, lastError: s.lastError,
@@ -185,6 +226,8 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
                 s.lineUp = false
                 s.until = nil
                 s.request = nil
+                s.panelOn = false
+                s.panelTemporary = nil
             }
         }
         while true {
@@ -205,8 +248,10 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
                     }
                 }
                 if let until = s.until, now >= until { s.until = nil }
+                if let t = s.panelTemporary, now >= t.until { s.panelTemporary = nil }
+                let panel = s.panelTemporary?.on ?? s.panelOn
                 let due = !s.lineUp && (s.nextRetry.map { now >= $0 } ?? false)
-                return (due, s.until != nil && !s.forced && !closing, late)
+                return (due, (s.until != nil || panel) && !s.forced && !closing, late)
             }
             if closing { return }
             if let startLate {
@@ -216,7 +261,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
             drive(active: want)
             // Sleep until the pulse ends, the next retry, or a new request.
             let wakeAt = state.withLock { s -> MonotonicInstant? in
-                [s.until, s.lineUp ? nil : s.nextRetry].compactMap { $0 }.min()
+                [s.until, s.panelTemporary?.until, s.lineUp ? nil : s.nextRetry].compactMap { $0 }.min()
             }
             inbox.wait(until: wakeAt)
         }
@@ -252,7 +297,7 @@ public final class DoorRelayOutput: DoorOutput, LineHolder, HealthReporting, @un
             if active { s.pulses += 1 }
         }
         if active {
-            logger.info("door relay: \(outcome.title) energised for \(settings.pulseMs) ms")
+            logger.info("door relay: \(outcome.title) energised")
         } else {
             logger.info("door relay: \(outcome.title) released (door shut)")
         }

@@ -31,6 +31,7 @@ public enum OSDPReply: UInt8, Sendable {
     case capabilities = 0x46
     case localStatus = 0x48
     case inputStatus = 0x49
+    case outputStatus = 0x4A
     case raw = 0x50
     case com = 0x54
     case clientCryptogram = 0x76

@@ -19,7 +19,8 @@ extension OSDPOutput {
         let lines = settings.gpio.chip == nil ? [:] : settings.gpio.lines
         let leds: OSDPReaderFeatures.LEDs = lines[.green] != nil && lines[.red] != nil ? .redGreen
             : (lines[.green] != nil || lines[.red] != nil ? .oneColor : .none)
-        return OSDPReaderFeatures(leds: leds, buzzer: lines[.buzzer] != nil || settings.beep.enabled)
+        return OSDPReaderFeatures(leds: leds, buzzer: lines[.buzzer] != nil || settings.beep.enabled,
+                                  outputs: settings.doorRelay.isEnabled ? 1 : 0)
     }
 
     /// The `[osdp]` door output: a reader (PD) on the panel's RS-485 line.
@@ -38,7 +39,7 @@ extension OSDPOutput {
                     try OSDPOutput(settings: settings.effectiveOSDP, features: features(settings), feedback: context.feedback,
                                    linkObserver: context.links, logger: context.logger, firmware: firmware,
                                    wiegandBits: settings.osdp.cardFormat == .wiegand ? wiegandBits(settings) : nil,
-                                   system: system, gpiod: gpiod, configFile: context.configFile)
+                                   relay: context.relay, system: system, gpiod: gpiod, configFile: context.configFile)
                 })),
             lineClaims: { settings in
                 let o = settings.effectiveOSDP

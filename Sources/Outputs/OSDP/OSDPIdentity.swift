@@ -76,10 +76,13 @@ public struct OSDPReaderFeatures: Equatable, Sendable {
     public var leds: LEDs
     /// A buzzer line or the ALSA beep.
     public var buzzer: Bool
+    /// Outputs the panel can drive with osdp_OUT: 1 when a door relay is configured (output 0), else 0.
+    public var outputs: Int
 
-    public init(leds: LEDs, buzzer: Bool) {
+    public init(leds: LEDs, buzzer: Bool, outputs: Int = 0) {
         self.leds = leds
         self.buzzer = buzzer
+        self.outputs = outputs
     }
 }
 
@@ -92,6 +95,8 @@ enum OSDPCapabilities {
         // 1: contact status monitoring: the tamper switch and the door contact, active or not (no
         // supervision of the wiring).
         if inputs > 0 { list.append((1, 1, UInt8(truncatingIfNeeded: inputs))) }
+        // 2: output control (the door relay as output 0): on/off and timed commands, level 2.
+        if features.outputs > 0 { list.append((2, 2, UInt8(clamping: features.outputs))) }
         // 3: card data as an array of bits (osdp_RAW), at most 1024 bits.
         list.append((3, 1, 0))
         // 4: LEDs with timed commands; red+green+amber is OSDP's "tri-color".

@@ -16,7 +16,9 @@ import Settings
 /// each command, so a poll is answered in well under the spec's 200 ms while a frame is being decoded.
 ///
 /// The panel's LED and buzzer commands go to `feedback` as `.command(...)` with origin "osdp"; the
-/// panel polling or not goes to `linkObserver` (on a change only).
+/// panel polling or not goes to `linkObserver` (on a change only). Its osdp_OUT for output 0 goes to the
+/// door relay through `relay` (the daemon's slot; nothing there: the command is logged and dropped), and
+/// osdp_OSTATR reports the relay's state from the same slot.
 public final class OSDPOutput: DoorOutput, HealthReporting {
     public let name = "osdp"
     private let settings: OSDPSettings
@@ -39,6 +41,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
     public init(settings: OSDPSettings, features: OSDPReaderFeatures, feedback: FeedbackSink,
                 linkObserver: ControllerLinkObserver, logger: Logger, firmware: [UInt8] = [0, 0, 0],
                 wiegandBits: (@Sendable (ReadEvent) -> Result<[Bool], OSDPCardRefusal>)? = nil,
+                relay: PanelRelaySlot = PanelRelaySlot(),
                 system: SerialSystemCalls = GlibcSerialSystemCalls(),
                 gpiod: any GpiodCalls = SystemGpiodCalls(),
                 clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
@@ -72,6 +75,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         if let configFile {
             peripheral.fileTransfer = OSDPFileTransfer { bytes in configFile.check(bytes).map { (.unacceptable, $0) } }
         }
+        if features.outputs > 0 { peripheral.outputLevels = { [relay.isActive] } }
         self.settings = settings
         self.logger = logger
         self.wiegandBits = wiegandBits
@@ -88,7 +92,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
             }
         }
         let link = OSDPLink(device: device, settings: settings, baud: startup.configuration.baud,
-                            peripheral: peripheral, health: health, feedback: feedback,
+                            peripheral: peripheral, health: health, feedback: feedback, relay: relay,
                             linkObserver: linkObserver, logger: logger, system: system, clock: clock,
                             levels: levels, undervoltage: undervoltage, configFile: configFile)
         var lines: [DebouncedInputs.Input] = []
@@ -231,6 +235,7 @@ final class OSDPLink: @unchecked Sendable {
     /// Set when the thread starts running.
     private var inbox: WorkerInbox<OSDPCardRead>?
     private let feedback: FeedbackSink
+    private let relay: PanelRelaySlot
     private let linkObserver: ControllerLinkObserver
     private let logger: Logger
     private let system: SerialSystemCalls
@@ -255,7 +260,7 @@ final class OSDPLink: @unchecked Sendable {
     static let writeMarginMs = 150.0
 
     init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, health: PosixMutex<ComponentHealth>,
-         feedback: FeedbackSink, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
+         feedback: FeedbackSink, relay: PanelRelaySlot, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
          clock: @escaping @Sendable () -> MonotonicInstant, levels: PosixMutex<OSDPInputLevels>,
          undervoltage: OSDPUndervoltageFlag?, configFile: ConfigFileInstaller? = nil) {
         self.levels = levels
@@ -266,6 +271,7 @@ final class OSDPLink: @unchecked Sendable {
         self.peripheral = peripheral
         self.health = health
         self.feedback = feedback
+        self.relay = relay
         self.linkObserver = linkObserver
         self.logger = logger
         self.system = system
@@ -391,7 +397,25 @@ final class OSDPLink: @unchecked Sendable {
             case .configFileReceived(let bytes):
                 // Checked already (the last FTSTAT said so); the daemon writes it and reloads.
                 if let configFile { configFile.install(bytes) } else { logger.warning("osdp: a config file arrived but nothing installs it; dropped") }
+            case .drive(let order):
+                // Output 0 is the door relay (the peripheral accepts no other output number).
+                switch relay.command(order.command) {
+                case .taken:
+                    logger.info("osdp: OUT from the panel: door relay \(Self.describe(order.command))")
+                case .refused(let reason):
+                    logger.warning("osdp: OUT from the panel (door relay \(Self.describe(order.command))) not applied: \(reason)",
+                                   rateLimitKey: "osdp-out")
+                }
             }
+        }
+    }
+
+    static func describe(_ command: RelayCommand) -> String {
+        switch command {
+        case .permanent(let on, let abortTimed):
+            return "permanently \(on ? "on" : "off")" + (abortTimed ? "" : " (after a timed state ends)")
+        case .temporary(let on, let ms):
+            return "\(on ? "on" : "off") for \(ms) ms"
         }
     }
 

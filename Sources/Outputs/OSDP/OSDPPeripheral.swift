@@ -78,6 +78,8 @@ public enum OSDPEffect: Equatable, Sendable {
     case keyInstalled
     /// osdp_FILETRANSFER delivered a whole config file that passed the check (`OSDPFileTransfer`): install it.
     case configFileReceived([UInt8])
+    /// osdp_OUT: drive this output (0: the door relay) as the panel asked.
+    case drive(OSDPRelayCommand)
 }
 
 /// What one frame (or a tick of the clock) made the PD do.
@@ -135,6 +137,9 @@ public final class OSDPPeripheral {
     /// Counters for health and doctor.
     public private(set) var framesAnswered: UInt64 = 0
     public private(set) var badFrames: UInt64 = 0
+    /// Whether each output is active now, for osdp_OSTATR (one entry per output of
+    /// `configuration.features.outputs`); the owner sets it to read the door relay.
+    public var outputLevels: () -> [Bool] = { [] }
 
     public init(configuration: OSDPPeripheralConfiguration, store: OSDPStore, logger: Logger, now: MonotonicInstant,
                 random: @escaping (Int) throws(OSDPCryptoError) -> [UInt8] = { n throws(OSDPCryptoError) in try OSDPRandom.bytes(n) }) throws(OSDPCryptoError) {
@@ -521,7 +526,13 @@ public final class OSDPPeripheral {
             }
             if let file = outcome.completed { x.effects.append(.configFileReceived(file)) }
             reply(&x, .fileTransferStatus, outcome.status.data)
-        case .outputStatus, .readerStatus, .output, .abort:
+        case .outputStatus:
+            guard length(data.isEmpty) else { return }
+            outputControl(&x, data: nil)
+        case .output:
+            guard length(!data.isEmpty && data.count % OSDPOutputControl.recordLength == 0) else { return }
+            outputControl(&x, data: data)
+        case .readerStatus, .abort:
             nak(&x, .unknownCommand, "command \(hex(code)) is not implemented by this reader")
         }
     }
@@ -549,6 +560,29 @@ public final class OSDPPeripheral {
             text = Array(text.prefix(room))
         }
         reply(&x, .manufacturer, Array(data[0..<3]) + [Self.manufacturerBuildID] + text)
+    }
+
+    /// osdp_OUT's records (`data`; drive the outputs, reply osdp_OSTATR with the commanded levels) or
+    /// osdp_OSTAT (nil). The parsing is `OSDPOutputControl`'s; a PD without outputs NAKs both (09).
+    private func outputControl(_ x: inout Exchange, data: [UInt8]?) {
+        let outputs = configuration.features.outputs
+        var levels = outputLevels()
+        levels = Array((levels + [Bool](repeating: false, count: max(0, outputs - levels.count))).prefix(outputs))
+        guard let data else {
+            guard outputs > 0 else { return nak(&x, .unableToProcess, "OSTAT: this reader has no outputs (no door relay configured)") }
+            return reply(&x, .outputStatus, OSDPOutputControl.statusData(levels))
+        }
+        let commands: [OSDPRelayCommand]
+        do throws(OSDPOutputControl.Invalid) {
+            commands = try OSDPOutputControl.parse(data[...], outputs: outputs)
+        } catch {
+            return nak(&x, .unableToProcess, "OUT: \(error.why)")
+        }
+        for i in levels.indices {
+            levels[i] = OSDPOutputControl.levelAfter(commands, output: UInt8(i), active: levels[i])
+        }
+        x.effects += commands.map { .drive($0) }
+        reply(&x, .outputStatus, OSDPOutputControl.statusData(levels))
     }
 
     private func comset(_ x: inout Exchange, _ data: [UInt8]) {

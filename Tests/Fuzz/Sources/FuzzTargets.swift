@@ -39,6 +39,7 @@ enum FuzzTargets {
                    mustReach: OSDPFuzz.steps, reach: OSDPFuzz.reach),
         FuzzTarget(name: "osdpfile", summary: "OSDP osdp_FILETRANSFER reassembly and osdp_FTSTAT replies (OSDPFileTransfer)",
                    run: OSDPFileTransferFuzz.run),
+        FuzzTarget(name: "osdpout", summary: "osdp_OUT record parser (OSDPOutputControl), OSTATR levels", run: OSDPOutputFuzz.run),
         FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws,
                    mustReach: CredentialFuzz.steps, reach: CredentialFuzz.jwsReach),
         FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),

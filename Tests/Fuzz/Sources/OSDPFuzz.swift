@@ -16,8 +16,8 @@ import Settings
 /// channel kept here from the frames and replies on the wire (the PD's own state is not consulted): a
 /// frame is authenticated when its MAC is the one the key and the chain give, or it is the SCRYPT whose
 /// cryptogram the key and the last CHLNG give. Any effect of a frame that is not (feedback, text, a read
-/// sent or dropped, a COMSET switch, a key installed, the channel coming up, a key or link written to the
-/// store) aborts.
+/// sent or dropped, a COMSET switch, a key installed, a relay driven by osdp_OUT, the channel coming up,
+/// a key or link written to the store) aborts.
 enum OSDPFuzz {
     static let scbk = OSDPKey(bytes: Array(0x40...0x4F))!
     static let rndB: [UInt8] = [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7]
@@ -55,7 +55,7 @@ enum OSDPFuzz {
         let configuration = OSDPPeripheralConfiguration(
             address: setup & 0x10 != 0 ? 5 : 0, baud: 9600, secure: secure,
             installMode: secure != .off && setup & 0x04 != 0, key: setup & 0x08 == 0 ? scbk : nil,
-            identity: identity, features: OSDPReaderFeatures(leds: .redGreen, buzzer: true),
+            identity: identity, features: OSDPReaderFeatures(leds: .redGreen, buzzer: true, outputs: 1),
             offlineAfterMs: 8000, readTTLMs: 5000, receiveBuffer: 512, maxPendingReads: 4)
         let logger = Logger(level: .error, sink: { _ in })
         var clock = MonotonicInstant(nanoseconds: 1_000_000_000_000)
@@ -143,7 +143,7 @@ enum OSDPFuzz {
                 continue
             case .secureChannel(active: true, _):
                 require(verdict == .serverCryptogram, "secure = required: the channel came up on a frame that is not the SCRYPT of the last CHLNG (\(verdict)): \(shown)")
-            case .feedback, .text, .readSent, .readDropped, .switchLink, .keyInstalled, .configFileReceived:
+            case .feedback, .text, .readSent, .readDropped, .switchLink, .keyInstalled, .configFileReceived, .drive:
                 require(verdict == .mac, "secure = required: \(effect) from a frame without a good MAC (\(verdict)): \(shown)")
             }
             gated += 1

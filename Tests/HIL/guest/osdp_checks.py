@@ -19,6 +19,9 @@ Checks:
 - osdp-run-plain: `--osdp-secure off`, a simulator scenario: online without the secure channel, one
   CardRead with the code's bytes, and a code over osdp-max-card-bytes refused for OSDP only (in the JSON
   line) and never sent.
+- osdp-run-relay: `--door-relay GPIO25 --door-relay-driver panel`, plain link: the panel's osdp_OUT
+  (output 0, temporary ON for 1.5 s) pulses the relay line on gpio-sim for about that long, a permanent
+  ON holds it until SIGTERM, which drives it low and releases it; the read itself never pulses it.
 - osdp-doctor: `scangate doctor --osdp /dev/ttySN` with the panel starting once doctor holds the port: the
   port, the commands for address 0, and the secure channel up with the key file.
 - osdp-tamper-door-power: the tamper switch, door contact and supply monitor on gpio-sim lines; each edge
@@ -33,8 +36,8 @@ import subprocess
 import threading
 import time
 
-from rig import (GPIO_LABEL, Daemon, GpioSim, GpioTrace, OutputStream, Recorder, Vivid, check, pulses, require, wait_until,
-                 CheckFailed)
+from rig import (GPIO_LABEL, Daemon, GpioSim, GpioTrace, OutputStream, Recorder, Vivid, check, pulses, require,
+                 wait_until, CheckFailed)
 from scangate_checks import (BUZZER, GPIO_BY_NAME, GREEN, RED, STATUS, blank_frame, code_frame, final_levels, ms,
                              require_released, scenario, within)
 
@@ -411,6 +414,45 @@ def osdp_run_plain(rig):
     require(len(cards) == 1, f"the panel got {len(cards)} CardReads: {cards}")
     return (f"{device}: online without the secure channel (sc={online['sc']}); one CardRead of 14 bytes; the 65-byte "
             f"code refused for OSDP only: \"{refused['osdp'][:60]}...\"")
+
+
+@check("osdp-run-relay")
+def osdp_run_relay(rig):
+    require(os.access(VENV_PYTHON, os.X_OK), f"no {VENV_PYTHON}: run scripts/python-env on the host")
+    relay = 25
+    device = osdp_uart()
+    panel = Panel(rig)
+    panel.wait(0, "ready", 60)
+    # 20 fps, 60 s: one code from 2 s to 3 s (it goes to the panel; with driver = panel it pulses nothing).
+    path = scenario(rig.check_name, 20, 1200, [("HIL-OSDP-RELAY", 40, 60)])
+    sim = GpioSim()
+    trace = GpioTrace(sim, rig)
+    daemon = Daemon(rig, ["--camera", f"sim:{path}", *osdp_flags(rig, device, "--osdp-secure", "off",
+                                                                  "--osdp-ttl-ms", "60000"),
+                          "--gpio-chip", GPIO_LABEL, "--door-relay", f"GPIO{relay}", "--door-relay-driver", "panel"])
+    daemon.wait_for_stderr(f"osdp: listening on {device}", 30)
+    mark, _ = start_panel(rig, panel, None)
+    panel.wait(mark, "card", 60)
+    require(not pulses(trace.levels(relay), 1), f"the read pulsed the relay: {trace.levels(relay)}")
+    # Temporary ON for 15 x 100 ms, then back to the permanent state (off).
+    panel.send(cmd="output", output_no=0, control_code=5, timer_count=15)
+    wait_until(lambda: len(pulses(trace.levels(relay), 1)) >= 1 and sim.value(relay) == 0, 20,
+               f"one OUT pulse on GPIO{relay}")
+    # Permanent ON, held until SIGTERM.
+    panel.send(cmd="output", output_no=0, control_code=2, timer_count=0)
+    wait_until(lambda: sim.value(relay) == 1, 20, f"GPIO{relay} high (permanent ON)")
+    status = daemon.terminate(timeout=10)
+    require(status == 0, f"scangate exited {status} on SIGTERM: {daemon.last_stderr()}")
+    tol, said = trace.tolerance()
+    levels = trace.levels(relay)
+    require(levels and levels[0][1] == 0, f"the relay line was first driven to {levels[:1]} (want 0: idle at start)")
+    active = pulses(levels, 1)
+    require(len(active) == 2 and within(active[0][1], 1.5, tol),
+            f"relay pulses {[ms(l) for _, l in active]}, expected 1500 ms then the permanent ON ({said})")
+    require(levels[-1][1] == 0, f"GPIO{relay} was left at {levels[-1][1]} after SIGTERM")
+    require_released(sim, (relay,))
+    return (f"{device}: OUT temporary ON 1.5 s -> GPIO{relay} high {ms(active[0][1])} ({said}); permanent ON held "
+            f"{ms(active[1][1])} until SIGTERM, then driven low and released; the read pulsed nothing")
 
 
 @check("osdp-doctor")

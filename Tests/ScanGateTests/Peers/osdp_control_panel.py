@@ -12,6 +12,7 @@ The test talks to it in JSON lines:
          {"cmd": "mfg", "vendor_code": n, "data": "<hex>"}   osdp_MFG   {"cmd": "pd_id"}   the PDID the CP holds
          {"cmd": "file", "id": n, "path": "..."}   send the file at path with osdp_FILETRANSFER, file type id
                                (libosdp's register_file_ops + Command.FileTransfer)
+         {"cmd": "output", "output_no": 0, "control_code": n, "timer_count": n}   osdp_OUT (timer: 100 ms units)
          {"cmd": "keyset", "key": "<32 hex>"}   a new SCBK (secure channel only; libosdp switches to it on ACK)
          {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
                                line tries SCBK-D and KEYSET (osdp_attacker_cp.py, not libosdp)
@@ -343,6 +344,13 @@ def main():
                 peer.submit("text", {
                     "command": Command.Text, "reader": 0, "control_code": 1, "temp_time": 0,
                     "offset_row": 0, "offset_col": 0, "data": cmd["data"],
+                })
+            elif name == "output":
+                # osdp_OUT: output_no, control_code (0-6), timer_count in 100 ms units. libosdp's Python
+                # binding keeps only the timer's low byte (at most 25.5 s).
+                peer.submit("output", {
+                    "command": Command.Output, "output_no": cmd.get("output_no", 0),
+                    "control_code": cmd["control_code"], "timer_count": cmd.get("timer_count", 0),
                 })
             elif name == "keyset":
                 peer.submit("keyset", {"command": Command.Keyset, "type": 1, "data": bytes.fromhex(cmd["key"])})

@@ -229,7 +229,7 @@ final class DoorRelayTests: XCTestCase {
 
     func testRegisteredInTheCatalogWithItsOptionsAndDoctorSwitch() throws {
         let component = try XCTUnwrap(Catalog.components().first { $0.name == "door-relay" })
-        XCTAssertEqual(component.options.map(\.name), ["door-relay", "door-relay-chip", "door-relay-ms", "door-relay-active-low"])
+        XCTAssertEqual(component.options.map(\.name), ["door-relay", "door-relay-chip", "door-relay-ms", "door-relay-active-low", "door-relay-driver"])
         XCTAssertEqual(component.doctorFlags.map(\.name), ["test-relay"])
         for option in component.options { XCTAssertNotNil(OptionTable.find(option.name)) }
         guard case .output(let factory) = component.role else { return XCTFail("not an output") }
