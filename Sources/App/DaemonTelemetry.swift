@@ -203,8 +203,9 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
             let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
             return MetricsSnapshot.ReadCount(symbology: parts[0], verdict: parts.count > 1 ? parts[1] : "", count: count)
         }
-        m.outputErrors = outputs().compactMap { ($0 as? HealthReporting)?.health }
-            .map { MetricsSnapshot.OutputErrors(output: $0.name, count: $0.errors) }
+        let healths = outputs().compactMap { ($0 as? HealthReporting)?.health }
+        m.outputErrors = healths.map { MetricsSnapshot.OutputErrors(output: $0.name, count: $0.errors) }
+        m.alarms = healths.flatMap { h in h.alarms.map { MetricsSnapshot.OutputAlarm(output: h.name, alarm: $0) } }
         m.decodeSeconds = c.decodeSeconds
         m.rejections = c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) }
         m.statusLists = c.statusLists

@@ -157,6 +157,10 @@ public enum StatusCommand {
                 var line = "  " + d.name.padding(width) + " " + d.state.rawValue.padding(8) + " " + Logger.escapeControls(d.detail)
                 if d.sent > 0 || d.errors > 0 { line += " (sent \(d.sent), errors \(d.errors))" }
                 lines.append(line)
+                if !d.alarms.isEmpty {
+                    lines.append("  " + "".padding(width) + " alarms: "
+                                 + d.alarms.map { "\(Logger.escapeControls($0.name)) \($0.active ? "ACTIVE" : "normal")" }.joined(separator: ", "))
+                }
                 if let e = d.lastError {
                     let when = d.lastErrorAt.map { " at " + WallClock.rfc3339(nanoseconds: $0) } ?? ""
                     lines.append("  " + "".padding(width) + " last error\(when): " + Logger.escapeControls(e))

@@ -67,6 +67,17 @@ public protocol ControllerLinkObserver: AnyObject, Sendable {
     func controllerLink(_ output: String, online: Bool, detail: String)
 }
 
+/// An alarm a component watches: "tamper", active or not.
+public struct HealthAlarm: Equatable, Sendable {
+    public var name: String
+    public var active: Bool
+
+    public init(_ name: String, active: Bool) {
+        self.name = name
+        self.active = active
+    }
+}
+
 /// How an output or device is doing, for `scangate status`, MQTT state and metrics.
 public struct ComponentHealth: Equatable, Sendable {
     public enum State: String, Sendable {
@@ -88,9 +99,13 @@ public struct ComponentHealth: Equatable, Sendable {
     /// Reads sent and reads lost or refused by this output since start.
     public var sent: UInt64
     public var errors: UInt64
+    /// The alarms this component watches, each active or not ("tamper", "power-failure"), in a fixed
+    /// order: `scangate status` and the metrics' `scangate_alarm` gauge.
+    public var alarms: [HealthAlarm]
 
     public init(name: String, state: State, detail: String, lastError: String? = nil, lastErrorAt: Int64? = nil,
-                sent: UInt64 = 0, errors: UInt64 = 0) {
+                sent: UInt64 = 0, errors: UInt64 = 0, alarms: [HealthAlarm] = []) {
+        self.alarms = alarms
         self.name = name
         self.state = state
         self.detail = detail

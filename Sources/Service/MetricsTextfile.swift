@@ -35,6 +35,17 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var framesDropped: UInt64 = 0
     public var reads: [ReadCount] = []
     public var outputErrors: [OutputErrors] = []
+    /// Each output's alarms (an OSDP reader's tamper switch and supply): 1 while active.
+    public var alarms: [OutputAlarm] = []
+
+    public struct OutputAlarm: Sendable, Equatable {
+        public var output: String
+        public var alarm: HealthAlarm
+        public init(output: String, alarm: HealthAlarm) {
+            self.output = output
+            self.alarm = alarm
+        }
+    }
     public var decodeSeconds = MetricsHistogram.decodeTime()
     public var cameraUp = false
     /// nil: no output that talks to a controller (the gauge is left out).
@@ -197,6 +208,10 @@ public enum PrometheusText {
         var errors = Family(name: "scangate_output_errors_total", help: "Reads an output lost or could not send, by output.", type: "counter")
         for e in m.outputErrors { errors.samples.append(("", [("output", e.output)], String(e.count))) }
         families.append(errors)
+        if !m.alarms.isEmpty {
+            families.append(Family(name: "scangate_alarm", help: "1 while an output's alarm is active (an OSDP reader's tamper switch, power failure).",
+                                   type: "gauge", samples: m.alarms.map { ("", [("output", $0.output), ("alarm", $0.alarm.name)], $0.alarm.active ? "1" : "0") }))
+        }
         var histogram = Family(name: "scangate_decode_seconds", help: "Time to decode one frame.", type: "histogram")
         var cumulative: UInt64 = 0
         for (i, bound) in m.decodeSeconds.bounds.enumerated() {

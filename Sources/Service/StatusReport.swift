@@ -173,6 +173,7 @@ public struct StatusReport: Sendable, Equatable {
                 ("last_error_time", time(d.lastErrorAt)),
                 ("sent", String(d.sent)),
                 ("errors", String(d.errors)),
+                ("alarms", JSONText.object(d.alarms.map { ($0.name, $0.active ? "true" : "false") })),
             ])
         }
         return JSONText.object([
@@ -261,7 +262,13 @@ public struct StatusReport: Sendable, Equatable {
             }
             return ComponentHealth(name: try d.string("name"), state: state, detail: try d.string("detail"),
                                    lastError: try d.optionalString("last_error"), lastErrorAt: try d.time("last_error_time"),
-                                   sent: try d.uint("sent"), errors: try d.uint("errors"))
+                                   sent: try d.uint("sent"), errors: try d.uint("errors"),
+                                   alarms: try (d.optionalObject("alarms")?.members ?? []).map { m throws(UsageError) in
+                                       guard let active = m.value.boolValue else {
+                                           throw UsageError("the daemon's status: alarm \"\(m.key)\" is not true or false")
+                                       }
+                                       return HealthAlarm(m.key, active: active)
+                                   })
         }
         if let c = try r.optionalObject("controller") {
             controller = Link(name: try c.string("name"), online: try c.bool("online"), detail: try c.string("detail"))

@@ -479,9 +479,13 @@ final class OSDPLink: @unchecked Sendable {
             + (settings.doorContactLine == nil ? "" : (reported.inputs.count > 1 && reported.inputs[1] ? ", door open" : ", door closed"))
         let alarm = reported.tamper || reported.powerFailure
         let state: ComponentHealth.State = !isOpen ? .down : (online && (secure || !required) && !alarm) ? .ok : .degraded
+        var alarms: [HealthAlarm] = []
+        if settings.tamperLine != nil { alarms.append(HealthAlarm("tamper", active: reported.tamper)) }
+        if settings.powerLine != nil || undervoltage != nil { alarms.append(HealthAlarm("power-failure", active: reported.powerFailure)) }
         health.withLock {
             $0.state = state
             $0.detail = detail
+            $0.alarms = alarms
         }
     }
 }

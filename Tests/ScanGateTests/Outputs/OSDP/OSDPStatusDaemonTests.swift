@@ -52,6 +52,9 @@ final class OSDPStatusDaemonTests: XCTestCase {
             gpio-chip = pinctrl-rp1
             [service]
             log-level = warning
+            status-socket = \(dir)/status.sock
+            metrics-textfile = \(dir)/scangate.prom
+            metrics-interval-s = 1
 
             """, to: conf)
         let settings = try Configuration.resolve(configPath: conf, flagAssignments: [])
@@ -107,6 +110,22 @@ final class OSDPStatusDaemonTests: XCTestCase {
         gpiod.drive(offset: Self.power, physical: 1)
         XCTAssertNotNil(peer.wait(for: "status", within: 10) { $0["type"] as? String == "local" && $0["report"] as? String == "0101" },
                         "LSTATR power failure: \(peer.events)")
+
+        // `scangate status` and the metrics keep both alarms.
+        let json = try ScangateProcess.run(["status", "--json", "--status-socket", dir + "/status.sock"]).stdoutText
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], json)
+        let devices = try XCTUnwrap(doc["devices"] as? [[String: Any]], json)
+        let osdp = try XCTUnwrap(devices.first { $0["name"] as? String == "osdp" }, json)
+        XCTAssertEqual(osdp["state"] as? String, "degraded", json)
+        XCTAssertEqual(osdp["alarms"] as? [String: Bool], ["tamper": true, "power-failure": true], json)
+        XCTAssertTrue((osdp["detail"] as? String ?? "").contains("TAMPER, POWER FAILURE, door open"), json)
+        let text = try ScangateProcess.run(["status", "--status-socket", dir + "/status.sock"]).stdoutText
+        XCTAssertTrue(text.contains("alarms: tamper ACTIVE, power-failure ACTIVE"), text)
+        XCTAssertTrue(waitUntil(10) {
+            let prom = (try? String(contentsOfFile: dir + "/scangate.prom", encoding: .utf8)) ?? ""
+            return prom.contains("scangate_alarm{output=\"osdp\",alarm=\"tamper\"} 1")
+                && prom.contains("scangate_alarm{output=\"osdp\",alarm=\"power-failure\"} 1")
+        }, (try? String(contentsOfFile: dir + "/scangate.prom", encoding: .utf8)) ?? "no metrics file")
 
         // osdp_MFG: the build id for this vendor code.
         peer.send(["cmd": "mfg", "vendor_code": 0x0A0B0C, "data": "01"])
