@@ -9,8 +9,9 @@ import XCTest
 /// daemon crash, commands, `scangate status` and the metrics file, all through the real binary.
 final class MQTTDaemonTests: XCTestCase {
     /// A scenario that shows `count` distinct codes, `perCode` frames each with as many blank frames after.
-    func codes(_ dir: String, count: Int, prefix: String = "C", fps: Int = 30, perCode: Int = 2, loop: Bool = true) throws -> String {
-        var text = "size 320x240\nfps \(fps)\nframes \(count * perCode * 2)\n" + (loop ? "loop\n" : "")
+    func codes(_ dir: String, count: Int, prefix: String = "C", fps: Int = 30, perCode: Int = 2, loop: Bool = true,
+               blankTail: Int = 0) throws -> String {
+        var text = "size 320x240\nfps \(fps)\nframes \(count * perCode * 2 + blankTail)\n" + (loop ? "loop\n" : "")
         for i in 0..<count {
             let first = i * perCode * 2
             text += "code qr \"\(prefix)-\(i)\" frames \(first)-\(first + perCode - 1) module 3\n"
@@ -118,7 +119,8 @@ final class MQTTDaemonTests: XCTestCase {
     func testEventsInTheSpoolSurviveADaemonCrash() throws {
         let dir = try TestFiles.temporaryDirectory()
         let broker = try MQTTTestBroker()
-        let first = try daemon(dir, broker: broker, scenario: try codes(dir, count: 20, loop: false))
+        // Blank frames after the codes keep the daemon running (a source that ends stops it) until the kill.
+        let first = try daemon(dir, broker: broker, scenario: try codes(dir, count: 20, loop: false, blankTail: 6000))
         XCTAssertTrue(waitUntil(30) { self.stdoutSeqs(first).count >= 20 }, "\(first.stderr.suffix(5))")
         // On stdout is not yet in the spool: kill only once the daemon says the spool holds all 20.
         XCTAssertTrue(waitUntil(30) { self.spoolEvents(dir) == 20 }, "spool: \(String(describing: self.spoolEvents(dir)))")
