@@ -162,6 +162,8 @@ final class Daemon: @unchecked Sendable {
         /// Started in order (services, journal, feedback, outputs), stopped in reverse with one deadline.
         let group: ServiceGroup
         let signals: SignalHandlers
+        /// What camera-tamper's watch says, for the OSDP tamper and the camera's status row.
+        let scene: CameraSceneSignal
     }
 
     /// What one pipeline run starts from; a reload replaces parts of it.
@@ -259,11 +261,12 @@ final class Daemon: @unchecked Sendable {
         let hub = FeedbackHub(settings: settings.feedback, logger: logger)
         let journal = JournalLogSink(logger: logger)
         let status = StatusBoard(logger: logger, observers: [hub, notifier, journal] + (watchdog.map { [$0] } ?? []))
+        let scene = CameraSceneSignal()
         let outputs = OutputSet(components: components, context: OutputContext(logger: logger, feedback: hub, links: status, configFile: configPath == nil ? nil : ConfigFileInstaller(
             check: { [self] bytes in checkConfiguration(text: bytes) },
-            install: { [self] bytes in installConfiguration(bytes, from: "osdp file transfer") })))
+            install: { [self] bytes in installConfiguration(bytes, from: "osdp file transfer") }), scene: scene))
         status.addObserver(outputs)
-        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs }, site: site)
+        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs }, site: site, scene: scene)
         telemetryBox.set(telemetry)
         let services = DaemonServices(logger: logger, telemetry: telemetry)
         let watcher = FileChangeWatcher("status lists", change: "status list", threadName: "status-list-watch", logger: logger) {
@@ -289,7 +292,7 @@ final class Daemon: @unchecked Sendable {
         let wiring = Wiring(components: components, notifier: notifier, watchdog: watchdog, hub: hub, journal: journal,
                             status: status, outputs: outputs, telemetry: telemetry, services: services,
                             statusListWatcher: watcher, policyWatcher: policyWatcher, group: group,
-                            signals: SignalHandlers())
+                            signals: SignalHandlers(), scene: scene)
         handleSignals(wiring)
         return wiring
     }
@@ -345,8 +348,13 @@ final class Daemon: @unchecked Sendable {
         let dispatcher = ReadDispatcher(policies: run.policies, doors: wiring.outputs.doors,
                                         reports: wiring.outputs.reports + [wiring.journal, wiring.telemetry], feedback: wiring.hub)
         let telemetry = wiring.telemetry, watchdog = wiring.watchdog
+        let tamper = settings.cameraTamper
+        // Each run learns the scene afresh (a reload after re-aiming the camera).
+        wiring.scene.setWatching(false)
+        let sceneWatch = tamper.enabled
+            ? SceneWatch(afterSeconds: tamper.afterSeconds, darkLevel: tamper.darkLevel, signal: wiring.scene, logger: logger) : nil
         let pipeline = Pipeline(source: run.source, decoder: run.decoder, debouncer: run.debouncer, dispatcher: dispatcher,
-                                status: wiring.status, logger: logger, options: options,
+                                status: wiring.status, logger: logger, options: options, sceneWatch: sceneWatch,
                                 onFrameDecoded: { _, ms in
                                     watchdog?.progress()
                                     telemetry.frameDecoded(milliseconds: ms)

@@ -38,8 +38,12 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
     private let outputs: @Sendable () -> [any Output]
     /// The site link over MQTT (anti-passback sharing), when the daemon has one.
     let site: SiteLink?
+    /// camera-tamper's verdict, shown on the camera's row.
+    private let scene: CameraSceneSignal
 
-    init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output], site: SiteLink? = nil) {
+    init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output], site: SiteLink? = nil,
+         scene: CameraSceneSignal = CameraSceneSignal()) {
+        self.scene = scene
         self.status = status
         self.camera = camera
         self.outputs = outputs
@@ -132,13 +136,19 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
 
     var uptimeSeconds: Double { MonotonicInstant.now().milliseconds(since: started) / 1000 }
 
-    /// The camera as a component: up while the capture side scans (or is paused), down while it is lost.
+    /// The camera as a component: up while the capture side scans (or is paused), down while it is lost,
+    /// degraded while camera-tamper finds it covered or turned away (alarm `camera-tamper`).
     var cameraHealth: ComponentHealth {
         let capture = status.capture
-        let state: ComponentHealth.State = capture == .cameraLost ? .down : (capture == .starting ? .degraded : .ok)
-        return ComponentHealth(name: "camera", state: state, detail: "\(camera): \(capture.rawValue)",
-                               lastError: capture == .cameraLost ? "camera lost" : nil,
-                               sent: frames.captured, errors: frames.dropped)
+        let tamper = scene.tamper
+        let state: ComponentHealth.State = capture == .cameraLost ? .down
+            : (capture == .starting || tamper != nil ? .degraded : .ok)
+        var health = ComponentHealth(name: "camera", state: state,
+                                     detail: "\(camera): \(capture.rawValue)" + (tamper.map { ", \($0.shout)" } ?? ""),
+                                     lastError: capture == .cameraLost ? "camera lost" : nil,
+                                     sent: frames.captured, errors: frames.dropped)
+        if scene.watching { health.alarms = [HealthAlarm("camera-tamper", active: tamper != nil)] }
+        return health
     }
 
     /// The camera and every output that can say how it is (MQTT left out when MQTT itself asks).
@@ -205,7 +215,7 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
         }
         let healths = outputs().compactMap { ($0 as? HealthReporting)?.health }
         m.outputErrors = healths.map { MetricsSnapshot.OutputErrors(output: $0.name, count: $0.errors) }
-        m.alarms = healths.flatMap { h in h.alarms.map { MetricsSnapshot.OutputAlarm(output: h.name, alarm: $0) } }
+        m.alarms = ([cameraHealth] + healths).flatMap { h in h.alarms.map { MetricsSnapshot.OutputAlarm(output: h.name, alarm: $0) } }
         m.decodeSeconds = c.decodeSeconds
         m.rejections = c.rejections.sorted { $0.key < $1.key }.map { StatusReport.Drop(name: $0.key, count: $0.value) }
         m.statusLists = c.statusLists

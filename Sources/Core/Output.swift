@@ -153,9 +153,13 @@ public struct OutputContext: Sendable {
     public let configFile: ConfigFileInstaller?
     /// The door relay, for a panel's output commands (OSDP osdp_OUT); empty when none is configured.
     public let relay: PanelRelaySlot
+    /// The camera's scene watch (camera-tamper), for a reader's tamper status (OSDP).
+    public let scene: CameraSceneSignal
 
     public init(logger: Logger, feedback: any FeedbackSink, links: any ControllerLinkObserver,
-                configFile: ConfigFileInstaller? = nil, relay: PanelRelaySlot = PanelRelaySlot()) {
+                configFile: ConfigFileInstaller? = nil, relay: PanelRelaySlot = PanelRelaySlot(),
+                scene: CameraSceneSignal = CameraSceneSignal()) {
+        self.scene = scene
         self.logger = logger
         self.feedback = feedback
         self.links = links

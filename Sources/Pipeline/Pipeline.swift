@@ -53,10 +53,13 @@ public final class Pipeline: @unchecked Sendable {
     private let onFrameDecoded: (@Sendable (Frame, Double) -> Void)?
     /// Called once when the source first delivers a frame (READY=1).
     private let onFirstFrame: (@Sendable () -> Void)?
+    /// camera-tamper: confined to the capture thread, which shows it every frame (paused or not).
+    private let sceneWatch: SceneWatch?
     private var handoff: FrameHandoff!
 
     public init(source: FrameSource, decoder: Decoder, debouncer: Debouncer, dispatcher: ReadDispatcher,
                 status: StatusBoard? = nil, logger: Logger, options: Options = Options(),
+                sceneWatch: SceneWatch? = nil,
                 onFirstFrame: (@Sendable () -> Void)? = nil,
                 onFrameDecoded: (@Sendable (Frame, Double) -> Void)? = nil) {
         self.source = source
@@ -67,6 +70,7 @@ public final class Pipeline: @unchecked Sendable {
         self.logger = logger
         self.options = options
         self.onFirstFrame = onFirstFrame
+        self.sceneWatch = sceneWatch
         self.onFrameDecoded = onFrameDecoded
         self.nextSeq = options.firstSeq
         self.handoff = FrameHandoff(live: source.isLive) { [unowned self] frame in self.decodeStep(frame) }
@@ -187,6 +191,7 @@ public final class Pipeline: @unchecked Sendable {
                 onFirstFrame?()
             }
             stats.frameCaptured(captureNanoseconds: MonotonicInstant.now().nanoseconds &- captureStart.nanoseconds)
+            sceneWatch?.observe(frame)
             if !isPaused { handoff.offer(frame) }
             if options.maxFrames > 0 && stats.captured >= options.maxFrames { return .finished }
         }

@@ -20,6 +20,30 @@ public struct Scenario: Equatable, Sendable {
     /// Seeds the noise, so a scenario renders the same pixels every time.
     public var seed: UInt64 = 1
     public var codes: [Code] = []
+    /// `backdrop SEED`: a textured scene (blocks of grey around `background`, drawn from the seed) in
+    /// place of the flat grey, so the view looks like a room to camera-tamper; nil: flat.
+    public var backdrop: UInt64?
+    /// `cover frames A-B` and `turn frames A-B`: the camera covered (a dark, flat view) or turned away
+    /// (another backdrop, no codes) for those frames.
+    public var events: [SceneEvent] = []
+
+    public enum SceneEventKind: String, Equatable, Sendable {
+        case cover, turn
+    }
+
+    public struct SceneEvent: Equatable, Sendable {
+        public var kind: SceneEventKind
+        public var frames: ClosedRange<Int>
+        public init(kind: SceneEventKind, frames: ClosedRange<Int>) {
+            self.kind = kind
+            self.frames = frames
+        }
+    }
+
+    /// What the camera sees in frame `index`: the scene, or an event's view.
+    public func event(inFrame index: Int) -> SceneEventKind? {
+        events.last { $0.frames.contains(index) }?.kind
+    }
 
     public init(width: Int, height: Int, fps: Double, frameCount: Int) {
         self.width = width

@@ -13,7 +13,7 @@ public enum ScenarioParser {
     /// The codes' drawn pixels added up (rotation included), at most: 32 MB of patches.
     public static let maximumCodePixels = 1 << 25
 
-    static let keywords = "size, fps, frames, loop, background, noise, blur, contrast, seed, code"
+    static let keywords = "size, fps, frames, loop, background, backdrop, noise, blur, contrast, seed, code, cover, turn"
     static let codeOptions = "frames, at, module, ecc, height, quiet, rotate, noise, blur, contrast, invert, segments"
 
     public static func parse(text: String, name: String, defaults: Defaults) throws(UsageError) -> Scenario {
@@ -21,6 +21,7 @@ public enum ScenarioParser {
         var frameCount: Int?
         var frameCountLine = 0
         var openEnded: [Int] = [] // indices of codes with `frames A-`
+        var eventLines: [Int] = [] // the line of each `cover` / `turn`
         var lineNumber = 0
         // Lines split on scalars: as Characters, "\r\n" is one grapheme that is not "\n", so a CRLF file
         // would be one long line (the tokenizer takes the "\r" as a blank).
@@ -63,6 +64,17 @@ public enum ScenarioParser {
                 scenario.contrast = try args.double("contrast", in: 0.05...1)
             case "seed":
                 scenario.seed = UInt64(try args.int("seed", in: 0...Int(Int32.max)))
+            case "backdrop":
+                scenario.backdrop = UInt64(try args.int("backdrop", in: 0...Int(Int32.max)))
+            case "cover", "turn":
+                let kind = Scenario.SceneEventKind(rawValue: keyword.text) ?? .cover
+                guard try args.word(keyword.text, "frames A-B") == "frames" else {
+                    throw UsageError("\(at): \(keyword.text) takes `frames A-B` (the frames the camera is \(kind == .cover ? "covered" : "turned away"))")
+                }
+                let (range, open) = try frameRange(try args.word("frames", "A-B (inclusive), A- (until the end) or A"), at: at)
+                guard !open else { throw UsageError("\(at): \(keyword.text) frames A- is not allowed here; give A-B") }
+                scenario.events.append(.init(kind: kind, frames: range))
+                eventLines.append(lineNumber)
             case "code":
                 guard scenario.codes.count < maximumCodes else {
                     throw UsageError("\(at): too many codes; a scenario holds at most \(maximumCodes) `code` lines")
@@ -78,7 +90,12 @@ public enum ScenarioParser {
         guard !scenario.codes.isEmpty || frameCount != nil else {
             throw UsageError("\(name): the scenario has no `code` lines and no `frames` count")
         }
-        let lastFrame = scenario.codes.map(\.frames.upperBound).max() ?? 0
+        let lastFrame = (scenario.codes.map(\.frames.upperBound) + scenario.events.map(\.frames.upperBound)).max() ?? 0
+        if let count = frameCount {
+            for (event, line) in zip(scenario.events, eventLines) where event.frames.upperBound >= count {
+                throw UsageError("\(name):\(line): \(event.kind.rawValue) frames ...-\(event.frames.upperBound) goes past the last frame \(count - 1)")
+            }
+        }
         if let count = frameCount {
             for code in scenario.codes where code.frames.lowerBound >= count {
                 throw UsageError("\(name):\(code.line): frames \(code.frames.lowerBound)- starts after the last frame (frames \(count) means 0-\(count - 1))")

@@ -8,6 +8,7 @@ public final class ScenarioRenderer {
     private let patches: [CodePatch]
     private let placements: [(x: Int, y: Int)]
     private var cachedVisible: [Int]?
+    private var cachedEvent: Scenario.SceneEventKind??
     private var cachedScene: [UInt8] = []
     private let frameNoise: NoiseField?
     private var codeNoise: [Int: NoiseField] = [:]
@@ -32,9 +33,11 @@ public final class ScenarioRenderer {
         }
     }
 
-    /// Indices of the codes in view in frame `index` (0..<frameCount).
+    /// Indices of the codes in view in frame `index` (0..<frameCount); none while the camera is covered or
+    /// turned away.
     public func visibleCodes(inFrame index: Int) -> [Int] {
-        scenario.codes.indices.filter { scenario.codes[$0].frames.contains(index) }
+        guard scenario.event(inFrame: index) == nil else { return [] }
+        return scenario.codes.indices.filter { scenario.codes[$0].frames.contains(index) }
     }
 
     /// The box (x, y, w, h) a code occupies in every frame where it is in view.
@@ -45,10 +48,12 @@ public final class ScenarioRenderer {
 
     /// The luma of frame `index` of one pass (0..<frameCount), width*height bytes.
     public func render(frame index: Int) -> [UInt8] {
+        let event = scenario.event(inFrame: index)
         let visible = visibleCodes(inFrame: index)
-        if visible != cachedVisible {
-            cachedScene = composeScene(visible)
+        if visible != cachedVisible || cachedEvent != .some(event) {
+            cachedScene = event == nil ? composeScene(visible) : eventView(event ?? .cover)
             cachedVisible = visible
+            cachedEvent = .some(event)
         }
         var pixels = cachedScene
         let key = DeterministicRandom.mix(scenario.seed, UInt64(index))
@@ -62,9 +67,40 @@ public final class ScenarioRenderer {
         return pixels
     }
 
+    /// The covered lens (a flat, nearly black view) or the scene the camera was turned to (the backdrop
+    /// of another seed, or a flat one turned into a left-to-right ramp).
+    private func eventView(_ kind: Scenario.SceneEventKind) -> [UInt8] {
+        let w = scenario.width, h = scenario.height
+        switch kind {
+        case .cover:
+            return [UInt8](repeating: 8, count: w * h)
+        case .turn:
+            if let seed = scenario.backdrop { return Self.backdrop(width: w, height: h, background: scenario.background, seed: seed ^ 0x5DEECE66D) }
+            var pixels = [UInt8](repeating: 0, count: w * h)
+            for y in 0..<h { for x in 0..<w { pixels[y * w + x] = UInt8(40 + 180 * x / max(1, w - 1)) } }
+            return pixels
+        }
+    }
+
+    /// Blocks of 24 x 24 pixels, each `background` +- 48 grey levels, drawn from `seed`.
+    static func backdrop(width w: Int, height h: Int, background: UInt8, seed: UInt64) -> [UInt8] {
+        var pixels = [UInt8](repeating: background, count: w * h)
+        let block = 24
+        let across = (w + block - 1) / block
+        for y in 0..<h {
+            for x in 0..<w {
+                let cell = UInt64((y / block) * across + x / block)
+                let offset = Int(DeterministicRandom.mix(seed, cell) % 97) - 48
+                pixels[y * w + x] = UInt8(clamping: Int(background) + offset)
+            }
+        }
+        return pixels
+    }
+
     private func composeScene(_ visible: [Int]) -> [UInt8] {
         let w = scenario.width, h = scenario.height
-        var pixels = [UInt8](repeating: scenario.background, count: w * h)
+        var pixels = scenario.backdrop.map { Self.backdrop(width: w, height: h, background: scenario.background, seed: $0) }
+            ?? [UInt8](repeating: scenario.background, count: w * h)
         for i in visible {
             let image = patches[i].image
             let b = box(ofCode: i)

@@ -39,7 +39,8 @@ extension OSDPOutput {
                     try OSDPOutput(settings: settings.effectiveOSDP, features: features(settings), feedback: context.feedback,
                                    linkObserver: context.links, logger: context.logger, firmware: firmware,
                                    wiegandBits: settings.osdp.cardFormat == .wiegand ? wiegandBits(settings) : nil,
-                                   relay: context.relay, system: system, gpiod: gpiod, configFile: context.configFile)
+                                   relay: context.relay, system: system, gpiod: gpiod, configFile: context.configFile,
+                                   scene: context.scene)
                 })),
             lineClaims: { settings in
                 let o = settings.effectiveOSDP

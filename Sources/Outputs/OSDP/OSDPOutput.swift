@@ -46,7 +46,8 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
                 gpiod: any GpiodCalls = SystemGpiodCalls(),
                 clock: @escaping @Sendable () -> MonotonicInstant = { MonotonicInstant.now() },
                 machineIDPath: String = "/etc/machine-id",
-                hwmonRoot: String = "/sys/class/hwmon", configFile: ConfigFileInstaller? = nil) throws(UsageError) {
+                hwmonRoot: String = "/sys/class/hwmon", configFile: ConfigFileInstaller? = nil,
+                scene: CameraSceneSignal = CameraSceneSignal()) throws(UsageError) {
         guard let device = settings.device else { throw UsageError("osdp: no device set (osdp = /dev/ttyUSB0 ...)") }
         if settings.cardFormat == .wiegand && wiegandBits == nil {
             throw UsageError("osdp-card-format = wiegand needs the Wiegand encoder: configure the [wiegand] format, or use osdp-card-format = raw")
@@ -94,7 +95,7 @@ public final class OSDPOutput: DoorOutput, HealthReporting {
         let link = OSDPLink(device: device, settings: settings, baud: startup.configuration.baud,
                             peripheral: peripheral, health: health, feedback: feedback, relay: relay,
                             linkObserver: linkObserver, logger: logger, system: system, clock: clock,
-                            levels: levels, undervoltage: undervoltage, configFile: configFile)
+                            levels: levels, undervoltage: undervoltage, configFile: configFile, scene: scene)
         var lines: [DebouncedInputs.Input] = []
         if let line = settings.tamperLine {
             lines.append(.init(name: "tamper", title: "tamper switch", option: "osdp-tamper-line", line: line, activeLow: settings.tamperActiveLow))
@@ -252,6 +253,8 @@ final class OSDPLink: @unchecked Sendable {
     private var undervoltageReadAt: MonotonicInstant?
     private var reported = OSDPReaderStatus()
     private let configFile: ConfigFileInstaller?
+    /// camera-tamper's verdict: a covered or turned-away camera is a tamper too.
+    private let scene: CameraSceneSignal
 
     /// How long one wait for bytes lasts before the clock (offline, TTL) and the stop flag are looked at.
     static let sliceMs = 50.0
@@ -262,7 +265,9 @@ final class OSDPLink: @unchecked Sendable {
     init(device: String, settings: OSDPSettings, baud: Int, peripheral: OSDPPeripheral, health: PosixMutex<ComponentHealth>,
          feedback: FeedbackSink, relay: PanelRelaySlot, linkObserver: ControllerLinkObserver, logger: Logger, system: SerialSystemCalls,
          clock: @escaping @Sendable () -> MonotonicInstant, levels: PosixMutex<OSDPInputLevels>,
-         undervoltage: OSDPUndervoltageFlag?, configFile: ConfigFileInstaller? = nil) {
+         undervoltage: OSDPUndervoltageFlag?, configFile: ConfigFileInstaller? = nil,
+         scene: CameraSceneSignal = CameraSceneSignal()) {
+        self.scene = scene
         self.levels = levels
         self.undervoltage = undervoltage
         self.device = device
@@ -334,10 +339,15 @@ final class OSDPLink: @unchecked Sendable {
             }
         }
         let l = levels.withLock { $0 }
-        let status = OSDPReaderStatus(tamper: l.tamper, powerFailure: l.powerFailure || undervoltageNow,
+        // LSTAT's tamper is the switch or the camera; ISTAT's input 0 is the switch alone.
+        let camera = scene.tamper
+        let status = OSDPReaderStatus(tamper: l.tamper || camera != nil, powerFailure: l.powerFailure || undervoltageNow,
                                       inputs: [l.tamper, l.doorOpen])
         guard status != reported else { return }
-        if status.tamper != reported.tamper { logger.notice("osdp: tamper \(status.tamper ? "active" : "normal"); the panel is told at its next poll") }
+        if status.tamper != reported.tamper {
+            let cause = status.tamper ? (l.tamper ? " (tamper switch)" : camera.map { " (camera \($0.rawValue))" } ?? "") : ""
+            logger.notice("osdp: tamper \(status.tamper ? "active" : "normal")\(cause); the panel is told at its next poll")
+        }
         if status.powerFailure != reported.powerFailure { logger.notice("osdp: power \(status.powerFailure ? "failure" : "normal"); the panel is told at its next poll") }
         reported = status
         peripheral.update(status)
@@ -480,7 +490,7 @@ final class OSDPLink: @unchecked Sendable {
         let alarm = reported.tamper || reported.powerFailure
         let state: ComponentHealth.State = !isOpen ? .down : (online && (secure || !required) && !alarm) ? .ok : .degraded
         var alarms: [HealthAlarm] = []
-        if settings.tamperLine != nil { alarms.append(HealthAlarm("tamper", active: reported.tamper)) }
+        if settings.tamperLine != nil || scene.watching { alarms.append(HealthAlarm("tamper", active: reported.tamper)) }
         if settings.powerLine != nil || undervoltage != nil { alarms.append(HealthAlarm("power-failure", active: reported.powerFailure)) }
         health.withLock {
             $0.state = state

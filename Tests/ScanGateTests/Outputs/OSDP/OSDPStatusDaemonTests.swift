@@ -143,4 +143,88 @@ final class OSDPStatusDaemonTests: XCTestCase {
             XCTAssertNil(gpiod.consumer(offset: offset), "line \(offset) not released")
         }
     }
+
+    /// camera-tamper: the simulated camera is covered for 3 s; once that has lasted camera-tamper-after-s
+    /// (2 s) the panel hears tamper in an unsolicited LSTATR, `scangate status` shows the camera's alarm and
+    /// the OSDP tamper, and 2 s after the lens is free the panel hears tamper normal again.
+    func testACoveredCameraReachesThePanelAsTamper() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let scenario = dir + "/room.scenario"
+        // 20 fps: the room, covered from 4.0 s to 6.95 s, then the room again.
+        try TestFiles.write("size 320x240\nfps 20\nframes 100000\nbackdrop 9\nnoise 2\ncover frames 80-139\n", to: scenario)
+        let conf = dir + "/scangate.conf"
+        try TestFiles.write("""
+            [camera]
+            camera = sim:\(scenario)
+            camera-tamper = true
+            camera-tamper-after-s = 2
+            [output]
+            output = none
+            [osdp]
+            osdp = \(peer.device)
+            osdp-secure = off
+            osdp-state-file = \(dir)/osdp-state
+            osdp-serial = 9
+            osdp-vendor-code = 0x0A0B0C
+            [service]
+            log-level = warning
+            status-socket = \(dir)/status.sock
+            metrics-textfile = \(dir)/scangate.prom
+            metrics-interval-s = 1
+
+            """, to: conf)
+        let settings = try Configuration.resolve(configPath: conf, flagAssignments: [])
+        let daemon = Daemon(configPath: conf, flags: [], settings: settings, seams: DeviceSeams(gpiod: MemoryGpiod.pi5()))
+        let exit = PosixMutex<Int32?>(nil)
+        let ended = DispatchSemaphore(value: 0)
+        let started = MonotonicInstant.now()
+        let thread = Thread {
+            let status = daemon.run()
+            exit.withLock { $0 = status }
+            ended.signal()
+        }
+        thread.start()
+        var stopped = false
+        defer {
+            if !stopped {
+                daemon.requestStop()
+                _ = ended.wait(timeout: .now() + 20)
+            }
+        }
+        peer.send(["cmd": "start", "address": 0, "enforce_secure": false])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20), "\(peer.events)")
+        let online = MonotonicInstant.now().milliseconds(since: started)
+
+        let tamper = peer.wait(for: "status", within: 20) { $0["type"] as? String == "local" && $0["report"] as? String == "0100" }
+        XCTAssertNotNil(tamper, "no unsolicited LSTATR with tamper: \(peer.events)")
+        let raisedAt = MonotonicInstant.now().milliseconds(since: started)
+        let json = try ScangateProcess.run(["status", "--json", "--status-socket", dir + "/status.sock"]).stdoutText
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], json)
+        let devices = try XCTUnwrap(doc["devices"] as? [[String: Any]], json)
+        let camera = try XCTUnwrap(devices.first { $0["name"] as? String == "camera" }, json)
+        XCTAssertEqual(camera["alarms"] as? [String: Bool], ["camera-tamper": true], json)
+        XCTAssertEqual(camera["state"] as? String, "degraded", json)
+        XCTAssertTrue((camera["detail"] as? String ?? "").contains("COVERED"), json)
+        let osdp = try XCTUnwrap(devices.first { $0["name"] as? String == "osdp" }, json)
+        XCTAssertEqual(osdp["alarms"] as? [String: Bool], ["tamper": true], json)
+        XCTAssertTrue(waitUntil(10) {
+            ((try? String(contentsOfFile: dir + "/scangate.prom", encoding: .utf8)) ?? "").contains("scangate_alarm{output=\"camera\",alarm=\"camera-tamper\"} 1")
+        }, (try? String(contentsOfFile: dir + "/scangate.prom", encoding: .utf8)) ?? "no metrics file")
+
+        XCTAssertNotNil(peer.wait(for: "status", within: 20) { $0["type"] as? String == "local" && $0["report"] as? String == "0000" },
+                        "no LSTATR with tamper normal once the lens is free: \(peer.events)")
+        let clearedAt = MonotonicInstant.now().milliseconds(since: started)
+        // The scene's clock starts with the first frame, a little after `started`: the covered lens is
+        // reported at 6 s of scene time, cleared at 9 s.
+        print("camera tamper through the daemon: online \(Int(online)) ms, LSTATR tamper at \(Int(raisedAt)) ms (6,000 ms of scene time), normal at \(Int(clearedAt)) ms (9,000)")
+        XCTAssertGreaterThanOrEqual(raisedAt, 6000, "tamper before the cover had lasted 2 s")
+        XCTAssertGreaterThanOrEqual(clearedAt, 9000, "cleared before the lens had been free for 2 s")
+        daemon.requestStop()
+        XCTAssertEqual(ended.wait(timeout: .now() + 20), .success, "the daemon did not stop")
+        stopped = true
+        XCTAssertEqual(exit.withLock { $0 }, 0)
+    }
 }
