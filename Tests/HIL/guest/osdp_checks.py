@@ -27,6 +27,10 @@ Checks:
 - osdp-tamper-door-power: the tamper switch, door contact and supply monitor on gpio-sim lines; each edge
   reaches the panel as an unsolicited LSTATR or ISTATR, on the wire within 100 ms of the edge; PDID's
   vendor code and MFG's build id reach the panel; SIGTERM releases the input lines.
+- osdp-camera-tamper: `--camera-tamper` with the camera on vivid: a textured room is streamed, then a dark
+  frame (the lens covered), the room, another room (the camera turned away), the room; each change that
+  lasts camera-tamper-after-s reaches the panel as an unsolicited LSTATR with tamper set, and tamper
+  normal 2 s after the room is back.
 - osdp-file-transfer: the panel's osdp_FILETRANSFER installs a good config file over --config and the
   daemon reloads it; a broken one is refused and the file stays byte for byte.
 """
@@ -328,6 +332,73 @@ def osdp_tamper_door_power(rig):
     return (f"{device}: PDID vendor 0x0A0B0C; edge on gpio-sim to the unsolicited reply on the wire: "
             f"tamper {ms(edges[0][1])}, door contact {ms(edges[1][1])}, power {ms(edges[2][1])} (debounce 10 ms, "
             f"libosdp polls every 50 ms); MFG build id {bytes.fromhex(mfg['data'])[1:].decode()!r}")
+
+
+def room_frame(seed):
+    """640x480 grey: blocks of 32 x 32 pixels, each a grey level drawn from `seed` (a room, to camera-tamper)."""
+    import random
+    rng = random.Random(seed)
+    across, down = Vivid.width // 32, Vivid.height // 32
+    levels = [rng.randrange(40, 220) for _ in range(across * down)]
+    rows = []
+    for by in range(down):
+        row = b"".join(bytes([levels[by * across + bx]]) * 32 for bx in range(across))
+        rows.append(row * 32)
+    return b"".join(rows)
+
+
+@check("osdp-camera-tamper")
+def osdp_camera_tamper(rig):
+    """Issue 24: the camera covered, then turned away, on vivid; each reaches libosdp's panel as tamper once it
+    has lasted camera-tamper-after-s, and clears 2 s after the view is back."""
+    require(os.access(VENV_PYTHON, os.X_OK), f"no {VENV_PYTHON}: run scripts/python-env on the host")
+    device = osdp_uart()
+    panel = Panel(rig)
+    panel.wait(0, "ready", 60)
+    after_s = 2
+    Vivid.configure("GREY")
+    room, other, dark = room_frame(1), room_frame(2), bytes([6]) * (Vivid.width * Vivid.height)
+    view = {"frame": room}
+
+    def schedule():
+        while True:
+            yield view["frame"]
+
+    stream = OutputStream(rig, schedule())
+    stream.wait_streaming()
+    daemon = Daemon(rig, ["--camera", Vivid.capture, "--pixel-format", "GREY", "--width", "640", "--height", "480",
+                          *osdp_flags(rig, device, "--osdp-secure", "off"),
+                          "--camera-tamper", "--camera-tamper-after-s", str(after_s)])
+    daemon.wait_for_stderr(f"osdp: listening on {device}", 30)
+    mark, _ = start_panel(rig, panel, None)
+    daemon.wait_for_stderr("camera tamper: scene learned", 20)
+    figures = []
+    for name, frame, log in (("covered", dark, "camera tamper: the camera is covered"),
+                             ("turned away", other, "camera tamper: the camera is turned away")):
+        step = panel.mark()
+        changed = time.monotonic()
+        view["frame"] = frame
+        panel.wait(step, "status", 20, lambda e: e.get("type") == "local" and e.get("report") == "0100")
+        daemon.wait_for_stderr(log, 10)
+        sent = daemon.stderr_time("LSTATR sent unsolicited (tamper 1", changed)
+        require(sent is not None, f"no unsolicited LSTATR after the camera was {name}")
+        held = sent - changed
+        require(after_s <= held <= after_s + 1.0,
+                f"camera {name}: tamper on the wire {held:.2f} s after the change, expected {after_s}-{after_s + 1} s")
+        step = panel.mark()
+        back = time.monotonic()
+        view["frame"] = room
+        panel.wait(step, "status", 20, lambda e: e.get("type") == "local" and e.get("report") == "0000")
+        cleared = daemon.stderr_time("LSTATR sent unsolicited (tamper 0", back)
+        require(cleared is not None, f"no unsolicited LSTATR with tamper normal after the camera was {name}")
+        require(2.0 <= cleared - back <= 3.0, f"camera {name}: tamper cleared {cleared - back:.2f} s after the room was back, expected 2-3 s")
+        figures.append((name, held, cleared - back))
+    status = daemon.terminate(timeout=10)
+    stream.stop()
+    require(status == 0, f"scangate exited {status} on SIGTERM: {daemon.last_stderr()}")
+    return (f"{device}, vivid 640x480 GREY, camera-tamper-after-s {after_s}: "
+            + "; ".join(f"{n}: LSTATR tamper on the wire {h:.2f} s after the change, normal {c:.2f} s after the room was back"
+                        for n, h, c in figures))
 
 
 @check("osdp-file-transfer")
