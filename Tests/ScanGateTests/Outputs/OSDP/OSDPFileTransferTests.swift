@@ -368,4 +368,71 @@ final class OSDPFileTransferTests: XCTestCase {
         }
         XCTAssertEqual(panel.installed, [text])
     }
+
+    /// A panel's side of the secure channel, worked out with the PD's own crypto (checked against the
+    /// independent vectors in OSDPSecureChannelTests): the handshake, then commands with a MAC (SCS_15).
+    struct SecurePanel {
+        let pd: OSDPPeripheral
+        let crypto: OSDPSecureChannelCrypto
+        let keys: OSDPSessionKeys
+        /// The full MAC of the PD's last reply: the IV of the next command's MAC.
+        var replyMAC: [UInt8]
+        var sequence: UInt8 = 2
+
+        init(_ pd: OSDPPeripheral, key: OSDPKey, rndB: [UInt8]) throws {
+            self.pd = pd
+            crypto = OSDPSecureChannelCrypto(aes: try AES128())
+            let rndA: [UInt8] = [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7]
+            keys = try crypto.sessionKeys(scbk: key, rndA: rndA)
+            let chlng = OSDPFrameBuilder.build(address: 0, sequence: 0, crc: true, securityBlock: [3, OSDPSecurityBlock.challenge.rawValue, 1],
+                                               code: OSDPCommand.challenge.rawValue, data: rndA)
+            _ = pd.receive(chlng, at: OSDPTest.t0)
+            let cryptogram = try crypto.serverCryptogram(keys, rndA: rndA, rndB: rndB)
+            let scrypt = OSDPFrameBuilder.build(address: 0, sequence: 1, crc: true, securityBlock: [3, OSDPSecurityBlock.serverCryptogram.rawValue, 1],
+                                                code: OSDPCommand.serverCryptogram.rawValue, data: cryptogram)
+            _ = pd.receive(scrypt, at: OSDPTest.t0)
+            replyMAC = try crypto.initialReplyMAC(keys, serverCryptogram: cryptogram)
+        }
+
+        /// Sends `code` with `data` in clear and a MAC (SCS_15); returns the reply (no mark), its MAC checked.
+        mutating func send(_ code: UInt8, _ data: [UInt8] = [], at ms: Double) throws -> [UInt8] {
+            var commandMAC: [UInt8] = []
+            let (crypto, keys, iv) = (crypto, keys, replyMAC)
+            let frame = OSDPFrameBuilder.build(address: 0, sequence: sequence, crc: true, securityBlock: [2, OSDPSecurityBlock.commandMAC.rawValue],
+                                               code: code, data: data) { message in
+                commandMAC = (try? crypto.mac(keys, iv: iv, message: message)) ?? []
+                return Array(commandMAC.prefix(OSDPWire.macLength))
+            }
+            sequence = sequence == 3 ? 1 : sequence + 1
+            let reply = try XCTUnwrap(pd.receive(frame, at: OSDPTest.at(ms)).first?.reply)
+            let macStart = reply.count - 2 - OSDPWire.macLength
+            let full = try crypto.mac(keys, iv: commandMAC, message: Array(reply[0..<macStart]))
+            XCTAssertEqual(Array(full.prefix(OSDPWire.macLength)), Array(reply[macStart..<(macStart + OSDPWire.macLength)]), "the reply's MAC")
+            replyMAC = full
+            return reply
+        }
+    }
+
+    /// Inside the secure channel ABORT has no data, so a MAC alone (SCS_15) is enough, as for POLL: ACK with
+    /// a reply MAC, and the channel stays up. With data in clear it is NAK 06 like any other command.
+    func testInsideTheSecureChannelABORTWithAMACIsAcknowledgedAndWithDataInClearIsNAK06() throws {
+        let key = try XCTUnwrap(OSDPKey(bytes: (0..<16).map { UInt8(0x30 + $0) }))
+        let rndB: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        let pd = try OSDPTest.peripheral(OSDPTest.configuration(secure: .required, key: key), random: rndB)
+        pd.fileTransfer = accepting()
+        var panel = try SecurePanel(pd, key: key, rndB: rndB)
+        XCTAssertTrue(pd.isSecureChannelActive)
+        let ack = try panel.send(OSDPCommand.abort.rawValue, at: 10)
+        // SOM, address, length (2), control, then the security block [2, SCS_16] and the reply code.
+        XCTAssertEqual(Array(ack[5...7]), [2, OSDPSecurityBlock.replyMAC.rawValue, OSDPReply.ack.rawValue], OSDPTest.hex(ack))
+        XCTAssertTrue(pd.isSecureChannelActive)
+        let nak = try panel.send(OSDPCommand.abort.rawValue, [0], at: 20)
+        XCTAssertEqual(Array(nak[5...7]), [2, OSDPSecurityBlock.replyEncrypted.rawValue, OSDPReply.nak.rawValue], OSDPTest.hex(nak))
+        XCTAssertTrue(pd.isSecureChannelActive, "NAK 06 inside the channel; the channel stays up")
+        // A plain ABORT while the channel is up drops it, as any plain command does.
+        let plain = OSDPFrameBuilder.build(address: 0, sequence: panel.sequence, crc: true, code: OSDPCommand.abort.rawValue)
+        let refused = try XCTUnwrap(pd.receive(plain, at: OSDPTest.at(30)).first?.reply)
+        XCTAssertEqual(Array(refused[5...6]), [OSDPReply.nak.rawValue, OSDPNak.securityConditions.rawValue], OSDPTest.hex(refused))
+        XCTAssertFalse(pd.isSecureChannelActive)
+    }
 }
