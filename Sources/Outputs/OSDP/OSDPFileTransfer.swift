@@ -1,4 +1,5 @@
 import Core
+import Platform
 
 /// osdp_FTSTAT's FtStatusDetail (SIA OSDP 2.2, the file transfer status codes; libosdp's
 /// OSDP_FILE_TX_STATUS_* in src/osdp_file.c carry the same numbers).
@@ -88,8 +89,9 @@ public struct OSDPFileFragment: Equatable, Sendable {
     }
 }
 
-/// The reassembly of osdp_FILETRANSFER fragments into one ScanGate configuration file. Pure: bytes in,
-/// the osdp_FTSTAT reply out; the owner logs the note and installs the completed file.
+/// The reassembly of osdp_FILETRANSFER fragments into one ScanGate configuration file. Pure: bytes and the
+/// time (the owner's clock) in, the osdp_FTSTAT reply out; the owner logs the notes and installs the
+/// completed file.
 ///
 /// - One file type is accepted, `configFileType` (1): the whole text of a ScanGate config file. Any other
 ///   FtType is refused with -2 (unrecognized).
@@ -101,13 +103,18 @@ public struct OSDPFileFragment: Equatable, Sendable {
 /// - Nothing is acted on before the last byte has arrived. Then `check` judges the whole file, synchronously,
 ///   so the last osdp_FTSTAT already says 1 (processed: the owner installs it) or -2/-3 (refused, with the
 ///   reason in the note). With no `check` (ScanGate runs on flags only) every transfer is refused with -1.
-/// - A partial transfer is kept (at most 64 KiB) until the panel restarts or finishes it; there is no idle
-///   timeout.
+/// - A partial transfer is kept (at most 64 KiB) until the panel finishes it, restarts it (offset 0), aborts
+///   it (osdp_ABORT: `abort()`), or sends no fragment for `idleTimeoutMs` (30 s): then it is dropped
+///   (`expire(at:)`, also run by each `receive`), and a later fragment at a non-zero offset is answered -1
+///   (no transfer in progress). A fragment sent again counts as one for the idle timeout.
 public struct OSDPFileTransfer {
     /// FtType of a ScanGate config file.
     public static let configFileType: UInt8 = 1
     /// The largest file accepted (FtSizeTotal).
     public static let maximumSize = 64 * 1024
+    /// A partial transfer with no fragment for longer than this (milliseconds) is dropped. A panel sends
+    /// the fragments back to back (FTSTAT asks for no delay), so 30 s of silence means it gave up or restarted.
+    public static let idleTimeoutMs: Double = 30_000
 
     /// Judges a whole file: nil to accept it, else why it is refused and with which status.
     public typealias Check = ([UInt8]) -> (detail: OSDPFileStatusDetail, why: String)?
@@ -119,13 +126,17 @@ public struct OSDPFileTransfer {
         public var completed: [UInt8]?
         /// A line for the log (a transfer started, finished, refused); nil for a fragment in the middle.
         public var note: String?
+        /// A partial transfer dropped before this fragment was looked at, because no fragment had come for
+        /// `idleTimeoutMs` (what `expire(at:)` returns): a line for a warning.
+        public var expired: String?
         /// The status refuses the file or aborts the transfer.
         public var refused: Bool { status.detail.rawValue < 0 }
     }
 
     private enum State {
         case idle
-        case receiving(total: Int, buffer: [UInt8], lastOffset: Int)
+        /// `lastAt`: when the last fragment of this transfer came (for the idle timeout).
+        case receiving(total: Int, buffer: [UInt8], lastOffset: Int, lastAt: MonotonicInstant)
         /// The last fragment of a transfer, and its answer: the same fragment again gets the same answer.
         case finished(last: OSDPFileFragment, status: OSDPFileTransferStatus)
     }
@@ -138,11 +149,46 @@ public struct OSDPFileTransfer {
 
     /// Bytes held for a transfer in progress.
     public var receivedBytes: Int {
-        if case .receiving(_, let buffer, _) = state { return buffer.count }
+        if case .receiving(_, let buffer, _, _) = state { return buffer.count }
         return 0
     }
 
-    public mutating func receive(_ data: [UInt8]) -> Outcome {
+    /// osdp_ABORT: drops a transfer in progress (and forgets the last fragment answered, so the same file
+    /// sent again is a new transfer). Returns what was dropped, for the log; nil when no transfer was in
+    /// progress.
+    public mutating func abort() -> String? {
+        let dropped = progress
+        state = .idle
+        return dropped.map { "the partial file transfer (\($0)) was aborted by the panel (ABORT) and dropped" }
+    }
+
+    /// Drops a transfer in progress that has had no fragment for more than `idleTimeoutMs` before `now`.
+    /// Returns what was dropped, for a warning; nil when nothing was.
+    public mutating func expire(at now: MonotonicInstant) -> String? {
+        guard case .receiving(_, _, _, let lastAt) = state, let dropped = progress else { return nil }
+        let idle = now.milliseconds(since: lastAt)
+        guard idle > Self.idleTimeoutMs else { return nil }
+        state = .idle
+        return "the partial file transfer (\(dropped)) was dropped: no fragment for \(Int(idle / 1000)) s "
+            + "(the limit is \(Int(Self.idleTimeoutMs / 1000)) s); the panel must start again at offset 0"
+    }
+
+    /// "N of M bytes received" for a transfer in progress.
+    private var progress: String? {
+        guard case .receiving(let total, let buffer, _, _) = state else { return nil }
+        return "\(buffer.count) of \(total) bytes received"
+    }
+
+    /// One osdp_FILETRANSFER command's data, received at `now`. A partial transfer idle for more than
+    /// `idleTimeoutMs` is dropped first (`Outcome.expired`).
+    public mutating func receive(_ data: [UInt8], at now: MonotonicInstant) -> Outcome {
+        let expired = expire(at: now)
+        var outcome = receiveFragment(data, at: now)
+        outcome.expired = expired
+        return outcome
+    }
+
+    private mutating func receiveFragment(_ data: [UInt8], at now: MonotonicInstant) -> Outcome {
         let fragment: OSDPFileFragment
         do throws(OSDPFileFragment.Malformed) {
             fragment = try OSDPFileFragment.parse(data)
@@ -153,9 +199,9 @@ public struct OSDPFileTransfer {
             return Outcome(status: status, completed: nil, note: nil)
         }
         if fragment.offset == 0 {
-            return start(fragment)
+            return start(fragment, at: now)
         }
-        guard case .receiving(let total, var buffer, let lastOffset) = state else {
+        guard case .receiving(let total, var buffer, let lastOffset, _) = state else {
             return fail(.abort, "a fragment at offset \(fragment.offset) with no transfer in progress (the first is at offset 0)")
         }
         guard fragment.type == Self.configFileType, Int(fragment.totalSize) == total else {
@@ -164,16 +210,17 @@ public struct OSDPFileTransfer {
         let offset = Int(fragment.offset)
         if offset == lastOffset, offset + fragment.bytes.count == buffer.count,
            buffer[offset...].elementsEqual(fragment.bytes) {
-            return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil)  // sent again
+            state = .receiving(total: total, buffer: buffer, lastOffset: lastOffset, lastAt: now)  // sent again
+            return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil)
         }
         guard offset == buffer.count else {
             return fail(.abort, "a fragment at offset \(offset) where \(buffer.count) was due (fragments must come in order)")
         }
         buffer += fragment.bytes
-        return advance(total: total, buffer: buffer, last: fragment)
+        return advance(total: total, buffer: buffer, last: fragment, at: now)
     }
 
-    private mutating func start(_ fragment: OSDPFileFragment) -> Outcome {
+    private mutating func start(_ fragment: OSDPFileFragment, at now: MonotonicInstant) -> Outcome {
         let restarted = receivedBytes > 0
         guard fragment.type == Self.configFileType else {
             return fail(.unrecognized, "file type \(fragment.type) refused (only \(Self.configFileType), a ScanGate config file)")
@@ -184,7 +231,7 @@ public struct OSDPFileTransfer {
         guard fragment.totalSize >= 1, fragment.totalSize <= Self.maximumSize else {
             return fail(.unacceptable, "a file of \(fragment.totalSize) bytes refused (1 to \(Self.maximumSize) bytes)")
         }
-        var outcome = advance(total: Int(fragment.totalSize), buffer: fragment.bytes, last: fragment)
+        var outcome = advance(total: Int(fragment.totalSize), buffer: fragment.bytes, last: fragment, at: now)
         if outcome.note == nil {
             outcome.note = "file transfer of a \(fragment.totalSize)-byte config file started"
                 + (restarted ? " (the panel restarted it; the partial file was dropped)" : "")
@@ -192,9 +239,9 @@ public struct OSDPFileTransfer {
         return outcome
     }
 
-    private mutating func advance(total: Int, buffer: [UInt8], last: OSDPFileFragment) -> Outcome {
+    private mutating func advance(total: Int, buffer: [UInt8], last: OSDPFileFragment, at now: MonotonicInstant) -> Outcome {
         guard buffer.count == total else {
-            state = .receiving(total: total, buffer: buffer, lastOffset: Int(last.offset))
+            state = .receiving(total: total, buffer: buffer, lastOffset: Int(last.offset), lastAt: now)
             return Outcome(status: OSDPFileTransferStatus(.proceed), completed: nil, note: nil)
         }
         let outcome: Outcome

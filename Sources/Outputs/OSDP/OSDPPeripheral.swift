@@ -219,7 +219,8 @@ public final class OSDPPeripheral {
         (0..<configuration.inputCount).map { i in i < status.inputs.count && status.inputs[i] ? 1 : 0 }
     }
 
-    /// Time passing: the panel going quiet (offline, secure channel dropped) and reads outliving their TTL.
+    /// Time passing: the panel going quiet (offline, secure channel dropped), reads outliving their TTL, and
+    /// a partial file transfer idle for `OSDPFileTransfer.idleTimeoutMs` (dropped, with a warning).
     public func tick(at now: MonotonicInstant) -> [OSDPEffect] {
         var effects: [OSDPEffect] = []
         let since = lastCommandAt ?? startedAt
@@ -234,6 +235,7 @@ public final class OSDPPeripheral {
             if dropChannel() { effects.append(.secureChannel(active: false, detail: "dropped: the panel stopped polling")) }
         }
         effects += dropExpiredReads(at: now)
+        if let dropped = fileTransfer.expire(at: now) { logger.warning("osdp: \(dropped)") }
         return effects
     }
 
@@ -520,7 +522,8 @@ public final class OSDPPeripheral {
         case .challenge, .serverCryptogram:
             nak(&x, .securityConditions, "command \(hex(code)) with the wrong security block")
         case .fileTransfer:
-            let outcome = fileTransfer.receive(data)
+            let outcome = fileTransfer.receive(data, at: x.now)
+            if let expired = outcome.expired { logger.warning("osdp: \(expired)") }
             if let note = outcome.note {
                 if outcome.refused { logger.warning("osdp: \(note)", rateLimitKey: "osdp-file\(outcome.status.detail.rawValue)") } else { logger.notice("osdp: \(note)") }
             }
@@ -532,7 +535,13 @@ public final class OSDPPeripheral {
         case .output:
             guard length(!data.isEmpty && data.count % OSDPOutputControl.recordLength == 0) else { return }
             outputControl(&x, data: data)
-        case .readerStatus, .abort:
+        case .abort:
+            // osdp_ABORT: stop the operation in progress. The only one this PD has is a file transfer (it
+            // has no multi-part replies, no biometric or PIV operations), so that is what it drops.
+            guard length(data.isEmpty) else { return }
+            if let dropped = fileTransfer.abort() { logger.notice("osdp: \(dropped)") }
+            reply(&x, .ack)
+        case .readerStatus:
             nak(&x, .unknownCommand, "command \(hex(code)) is not implemented by this reader")
         }
     }

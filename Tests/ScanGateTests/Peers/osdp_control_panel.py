@@ -12,6 +12,7 @@ The test talks to it in JSON lines:
          {"cmd": "mfg", "vendor_code": n, "data": "<hex>"}   osdp_MFG   {"cmd": "pd_id"}   the PDID the CP holds
          {"cmd": "file", "id": n, "path": "..."}   send the file at path with osdp_FILETRANSFER, file type id
                                (libosdp's register_file_ops + Command.FileTransfer)
+         {"cmd": "file-cancel", "id": n}   cancel the transfer in progress: libosdp sends osdp_ABORT
          {"cmd": "output", "output_no": 0, "control_code": n, "timer_count": n}   osdp_OUT (timer: 100 ms units)
          {"cmd": "keyset", "key": "<32 hex>"}   a new SCBK (secure channel only; libosdp switches to it on ACK)
          {"cmd": "attack", "address": 0, "key": "<32 hex>"}   with no CP running: a hostile device on the same
@@ -52,7 +53,7 @@ import threading
 import time
 import tty
 
-from osdp import Channel, Command, ControlPanel, Event, LibFlag, LogLevel, PDInfo, StatusReportType
+from osdp import Channel, Command, CommandFileTxFlags, ControlPanel, Event, LibFlag, LogLevel, PDInfo, StatusReportType
 
 print_lock = threading.Lock()
 event_stream = sys.stdout
@@ -370,6 +371,9 @@ def main():
                     emit(event="pd_id", **vars(peer.cp.get_pd_id(peer.address)))
             elif name == "file":
                 peer.send_file(cmd)
+            elif name == "file-cancel":
+                peer.submit("file-cancel", {"command": Command.FileTransfer, "id": int(cmd["id"]),
+                                            "flags": CommandFileTxFlags.Cancel})
             elif name == "attack":
                 if peer.cp is not None or peer.controller is None:
                     emit(event="error", message="attack: needs the pseudo-terminal and no CP running (teardown first)")

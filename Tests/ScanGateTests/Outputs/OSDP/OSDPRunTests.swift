@@ -453,6 +453,44 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertEqual(daemon.stop(), 0)
     }
 
+    /// The panel (libosdp's CP, in the secure channel) cancels a file transfer half way: libosdp sends
+    /// osdp_ABORT, the reader drops the partial file with a log line and the config file stays as it was;
+    /// the next file, from offset 0, is installed.
+    func testAFileTransferThePanelAbortsLeavesTheConfigFileAndTheNextFileInstalls() throws {
+        let peer = try OSDPControlPanelPeer()
+        defer { peer.close() }
+        let key = (0..<16).map { UInt8(0x70 + $0) }
+        try writeKey(key)
+        let conf = dir + "/scangate.conf"
+        let original = "[debounce]\nhold-off-ms = 1500\n"
+        try TestFiles.write(original, to: conf)
+        let big = dir + "/big.conf"
+        try TestFiles.write("[debounce]\nhold-off-ms = 2500\n" + String(repeating: "# padding\n", count: 6000), to: big)
+        let small = dir + "/small.conf"
+        let newText = "# sent by the panel after the abort\n[debounce]\nhold-off-ms = 2000\n"
+        try TestFiles.write(newText, to: small)
+        let camera = try scenario(frames: 4000, codes: [])
+        let daemon = try startDaemon(peer, camera: camera, ["--config", conf])
+        defer { daemon.stop() }
+        peer.send(["cmd": "start", "address": 0, "scbk": Hex.string(key), "enforce_secure": true])
+        XCTAssertNotNil(peer.wait(for: "online", within: 20) { $0["sc"] as? Bool == true }, "\(peer.events) \(daemon.stderr)")
+
+        peer.send(["cmd": "file", "id": 1, "path": big])
+        XCTAssertNotNil(peer.wait(for: "file-progress", within: 20) { ($0["offset"] as? Int ?? 0) > 0 }, "\(peer.events)")
+        peer.send(["cmd": "file-cancel", "id": 1])
+        XCTAssertTrue(waitUntil(20) { self.logged(daemon, "was aborted by the panel (ABORT) and dropped") },
+                      "\(peer.events) \(daemon.stderr)")
+        XCTAssertNotNil(peer.wait(for: "file-done", within: 20), "\(peer.events)")
+        XCTAssertEqual(try String(contentsOfFile: conf, encoding: .utf8), original, "the config file is not touched")
+        XCTAssertFalse(logged(daemon, "installed a"), "\(daemon.stderr)")
+
+        peer.clearEvents()
+        peer.send(["cmd": "file", "id": 1, "path": small])
+        XCTAssertTrue(waitUntil(60) { self.logged(daemon, "reloaded: defaults, then \(conf)") }, "\(peer.events) \(daemon.stderr)")
+        XCTAssertEqual(try String(contentsOfFile: conf, encoding: .utf8), newText)
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
     /// With no config file (flags only) there is nothing to replace: the transfer is refused at its first
     /// fragment, with a log line that says why.
     func testWithoutAConfigFileAFileTransferIsRefused() throws {
