@@ -343,7 +343,7 @@ final class OSDPRunTests: XCTestCase {
         XCTAssertTrue(waitUntil(5) { self.logged(daemon, "<4>controller offline: osdp: no command from the panel for 1.0 s") },
                       "\(daemon.stderr)")
         XCTAssertTrue(waitUntil(5) { self.logged(daemon, "<4>status: controller offline") }, "the journal line: \(daemon.stderr)")
-        XCTAssertTrue(logged(daemon, "secure channel dropped: the panel stopped polling"), "\(daemon.stderr)")
+        XCTAssertTrue(waitUntil(5) { self.logged(daemon, "secure channel dropped: the panel stopped polling") }, "\(daemon.stderr)")
 
         // The next code is reported on stdout, waits for a poll that does not come, and is dropped.
         let droppedLine = try XCTUnwrap({ () -> String? in
