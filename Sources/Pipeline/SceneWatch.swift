@@ -60,6 +60,12 @@ public final class SceneWatch {
     public func observe(_ frame: Frame) {
         let t = frame.captureTime
         if let at = lastSampleAt, t >= at, t.milliseconds(since: at) < Self.intervalMs { return }
+        if let at = lastSampleAt, t < at {
+            // The source's clock went back (a replay started over): the spans being timed start again now.
+            abnormalSince = abnormalSince.map { _ in t }
+            normalSince = normalSince.map { _ in t }
+            candidate = candidate.map { ($0.pattern, t) }
+        }
         lastSampleAt = t
         guard let cells = Self.cells(frame) else { return }
         judge(cells, at: t)

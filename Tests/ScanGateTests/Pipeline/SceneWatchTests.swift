@@ -119,6 +119,25 @@ final class SceneWatchTests: XCTestCase {
         XCTAssertEqual(try play(dim, after: 2, darkLevel: 64).changes.map(\.tamper), [.covered])
     }
 
+    func testASourceClockThatGoesBackRestartsTheTiming() throws {
+        // A replay that starts over: capture time runs 0-4.9 s, then 0-4.9 s again, the lens covered
+        // throughout. Covered is reported 3 s after the start and is not undone or delayed by the jump back.
+        let frame = Frame(width: 64, height: 48, sequence: 0, captureTime: MonotonicInstant(nanoseconds: 0),
+                          luma: [UInt8](repeating: 5, count: 64 * 48))
+        let signal = CameraSceneSignal()
+        let watch = SceneWatch(afterSeconds: 3, darkLevel: 24, signal: signal, logger: Logger(level: .error, sink: { _ in }))
+        var raisedAt: [Int] = []
+        for pass in 0..<2 {
+            for i in 0..<50 {
+                watch.observe(Frame(width: 64, height: 48, sequence: UInt64(pass * 50 + i),
+                                    captureTime: Frame.mediaTime(sequence: UInt64(i), fps: 10), luma: frame.luma))
+                if signal.tamper != nil && raisedAt.isEmpty { raisedAt.append(pass * 50 + i) }
+            }
+        }
+        XCTAssertEqual(raisedAt, [30])
+        XCTAssertEqual(signal.tamper, .covered, "still covered after the jump back")
+    }
+
     func testANewWatchStartsClear() {
         let signal = CameraSceneSignal()
         signal.setWatching(true)
