@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Core
+@testable import Credentials
 import Foundation
 import Images
 import Platform
@@ -118,6 +119,34 @@ final class StatusSnapshotTests: XCTestCase {
         XCTAssertTrue(art.stdoutText.contains("mean luma"), art.stdoutText)
         XCTAssertTrue(art.stdoutLines.count < 80, "downscaled: \(art.stdoutLines.count) lines")
 
+        XCTAssertEqual(daemon.stop(), 0)
+    }
+
+    /// With signed passes on, every payload is a possible pass: the view shows its fingerprint, as stdout
+    /// does, and the token itself appears nowhere.
+    func testWithSignedPassesTheViewShowsOnlyTheFingerprint() throws {
+        let scenario = dir + "/snap.scenario", socket = dir + "/status.sock"
+        try TestFiles.write(Self.scenarioText, to: scenario)
+        let jwks = try CredentialFixtures.writeJWKS([("gate", try PrivateKey.generate(.ed25519))], in: dir)
+        let daemon = try DaemonUnderTest(["run", "--camera", "sim:" + scenario, "--status-socket", socket, "--credential-format", "any",
+                                          "--credential-keys", jwks, "--credential-require-synced-clock=no"])
+        defer { daemon.stop() }
+        XCTAssertTrue(waitUntil(20) { daemon.stdout.contains { $0.contains("\"seq\":1") } }, daemon.stderr.joined(separator: "\n"))
+        let event = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(daemon.stdout[0].utf8)) as? [String: Any])
+        let fingerprint = try XCTUnwrap(event["data"] as? String)
+        XCTAssertFalse(fingerprint.contains("HELLO-SNAP"))
+        var json = ""
+        XCTAssertTrue(waitUntil(10) {
+            guard let run = try? status(socket, ["--json"]), run.status == 0, run.stdoutText.contains("\"symbology\":\"QR-Code\"") else { return false }
+            json = run.stdoutText
+            return true
+        }, "a view with the code: \(daemon.stderr)")
+        XCTAssertFalse(json.contains("HELLO-SNAP"), json)
+        XCTAssertTrue(json.contains(JSONText.string(fingerprint)), json)
+        let art = try status(socket, ["--snapshot", "-"])
+        XCTAssertEqual(art.status, 0, art.stderr)
+        XCTAssertFalse(art.stdoutText.contains("HELLO-SNAP"), art.stdoutText)
+        XCTAssertTrue(art.stdoutLines.contains { $0.hasPrefix("QR-Code at ") && $0.hasSuffix(": " + fingerprint) }, art.stdoutText)
         XCTAssertEqual(daemon.stop(), 0)
     }
 
