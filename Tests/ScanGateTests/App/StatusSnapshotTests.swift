@@ -5,6 +5,7 @@ import Core
 @testable import Credentials
 import Foundation
 import Images
+@testable import Pipeline
 import Platform
 @testable import Service
 import Simulator
@@ -178,6 +179,39 @@ final class StatusSnapshotTests: XCTestCase {
         XCTAssertEqual(busy.histogram[0], 64 * 48 / 2)
         XCTAssertEqual(busy.histogram[15], 64 * 48 / 2)
         XCTAssertGreaterThan(busy.sharpness, 1000)
+    }
+
+    /// The view keeps the frame the source made (the same luma buffer: no copy), and the rate of the last
+    /// frames; the decode side's codes show the payload the outputs saw, kept while the code stays in view.
+    func testTheLiveViewKeepsTheFrameWithoutACopyAndThePayloadWhileInView() {
+        let view = LiveView()
+        XCTAssertNil(view.look().frame)
+        let luma = [UInt8](repeating: 9, count: 16 * 8)
+        for i in 0..<3 {
+            view.captured(Frame(width: 16, height: 8, sequence: UInt64(i), captureTime: .init(nanoseconds: 0),
+                                dequeuedAt: .init(nanoseconds: UInt64(i) * 50_000_000), luma: luma))
+        }
+        let look = view.look()
+        XCTAssertEqual(look.frame?.sequence, 2)
+        XCTAssertEqual(look.frame?.luma.withUnsafeBufferPointer { $0.baseAddress }, luma.withUnsafeBufferPointer { $0.baseAddress })
+        XCTAssertEqual(look.framesPerSecond ?? 0, 20, accuracy: 0.001)
+
+        var shown = ShownPayloads()
+        let symbol = DecodedSymbol(symbology: .qr, data: Array("TOKEN".utf8), corners: [Point(x: 1, y: 1), Point(x: 9, y: 1),
+                                                                                        Point(x: 9, y: 9), Point(x: 1, y: 9)],
+                                   content: SymbolContent())
+        var event = ReadEvent(seq: 1, wallTimeNanoseconds: 0, symbol: DecodedSymbol(symbology: .qr, data: Array("fp:1234".utf8),
+                                                                                    bounds: symbol.bounds),
+                              frame: 0, dequeuedAt: .init(nanoseconds: 0), emittedAt: .init(nanoseconds: 0))
+        event.payloadConcealed = true
+        XCTAssertEqual(shown.codes(for: [symbol], reported: [(symbol, event)]).map(\.payload), ["fp:1234"])
+        // Debounced in the next frames: the same text, the decoder's corners (not the concealed box's).
+        let next = shown.codes(for: [symbol], reported: [])
+        XCTAssertEqual(next.map(\.payload), ["fp:1234"])
+        XCTAssertEqual(next.first?.corners, symbol.corners)
+        // Gone for a frame, then back but held by the debouncer: no payload, never the raw one.
+        XCTAssertEqual(shown.codes(for: [], reported: []).count, 0)
+        XCTAssertEqual(shown.codes(for: [symbol], reported: []).map(\.payload), [nil])
     }
 
     /// The socket's `snapshot` request: a header line and the luma; none before the first frame; a frame
