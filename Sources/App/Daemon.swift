@@ -266,7 +266,8 @@ final class Daemon: @unchecked Sendable {
             check: { [self] bytes in checkConfiguration(text: bytes) },
             install: { [self] bytes in installConfiguration(bytes, from: "osdp file transfer") }), scene: scene))
         status.addObserver(outputs)
-        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs }, site: site, scene: scene)
+        let telemetry = DaemonTelemetry(status: status, camera: camera, outputs: { outputs.outputs }, site: site, scene: scene,
+                                        liveView: LiveView())
         telemetryBox.set(telemetry)
         let services = DaemonServices(logger: logger, telemetry: telemetry)
         let watcher = FileChangeWatcher("status lists", change: "status list", threadName: "status-list-watch", logger: logger) {
@@ -353,8 +354,12 @@ final class Daemon: @unchecked Sendable {
         wiring.scene.setWatching(false)
         let sceneWatch = tamper.enabled
             ? SceneWatch(afterSeconds: tamper.afterSeconds, darkLevel: tamper.darkLevel, signal: wiring.scene, logger: logger) : nil
+        let decoder = settings.decoder
+        wiring.telemetry.liveView.setGate(decoder.idleRescanFrames > 0
+            ? LiveView.Gate(threshold: decoder.changeThreshold, rescanFrames: decoder.idleRescanFrames) : nil)
         let pipeline = Pipeline(source: run.source, decoder: run.decoder, debouncer: run.debouncer, dispatcher: dispatcher,
                                 status: wiring.status, logger: logger, options: options, sceneWatch: sceneWatch,
+                                liveView: wiring.telemetry.liveView,
                                 onFrameDecoded: { _, ms in
                                     watchdog?.progress()
                                     telemetry.frameDecoded(milliseconds: ms)
@@ -499,7 +504,8 @@ extension DaemonServices.State {
             if settings.statusSocket != "off" {
                 let path = settings.statusSocket == "auto" ? StatusSocket.defaultPath() : settings.statusSocket
                 do throws(SystemError) {
-                    socket = try StatusSocket(path: path, provider: { telemetry.statusReport() }, logger: logger)
+                    socket = try StatusSocket(path: path, provider: { telemetry.statusReport() },
+                                              snapshot: { telemetry.snapshot() }, logger: logger)
                     logger.info("status: answering scangate status on \(path)")
                 } catch {
                     logger.warning("status: \(error); scangate status will not reach this daemon (set status-socket to a writable path, or off)")

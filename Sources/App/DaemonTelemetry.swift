@@ -40,10 +40,13 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
     let site: SiteLink?
     /// camera-tamper's verdict, shown on the camera's row.
     private let scene: CameraSceneSignal
+    /// The newest frame and the codes of the newest decoded one (the daemon's; each pipeline run feeds it).
+    let liveView: LiveView
 
     init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output], site: SiteLink? = nil,
-         scene: CameraSceneSignal = CameraSceneSignal()) {
+         scene: CameraSceneSignal = CameraSceneSignal(), liveView: LiveView = LiveView()) {
         self.scene = scene
+        self.liveView = liveView
         self.status = status
         self.camera = camera
         self.outputs = outputs
@@ -189,7 +192,31 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
                             statusLists: c.statusLists)
         report.sitePolicy = c.sitePolicy
         report.passbackSharing = passbackSharing
+        report.view = Self.view(of: liveView.look())
         return report
+    }
+
+    /// The newest frame with its view, for `status --snapshot` (nil before the first frame).
+    func snapshot() -> StatusSnapshot? {
+        let look = liveView.look()
+        guard let frame = look.frame, let view = Self.view(of: look) else { return nil }
+        return StatusSnapshot(view: view, luma: frame.luma)
+    }
+
+    /// The figures of the newest frame (computed now, on the asking thread) and the decoder's codes.
+    static func view(of look: LiveView.Look) -> StatusReport.View? {
+        guard let frame = look.frame else { return nil }
+        return StatusReport.View(
+            frame: frame.sequence, width: frame.width, height: frame.height, framesPerSecond: look.framesPerSecond,
+            figures: FrameFigures.measure(luma: frame.luma, width: frame.width, height: frame.height),
+            decodedFrame: look.decoded?.frame,
+            codes: (look.decoded?.codes ?? []).map {
+                StatusReport.View.Code(symbology: $0.symbology.zbarName, corners: $0.corners, payload: $0.payload)
+            },
+            gate: look.gate.map {
+                StatusReport.View.Gate(region: Rect(x: 0, y: 0, w: frame.width, h: frame.height), threshold: $0.threshold,
+                                       rescanFrames: $0.rescanFrames)
+            })
     }
 
     func mqttState() -> MQTTState {

@@ -1,5 +1,6 @@
 import Config
 import Core
+import Images
 import Platform
 import Service
 import Settings
@@ -7,16 +8,24 @@ import Settings
 import Glibc
 #endif
 
-/// `scangate status [--json] [--config FILE] [--status-socket PATH]`: asks the running daemon over its
-/// status socket and prints a summary (or the JSON document). No daemon: one line on stderr and exit 1.
+/// `scangate status [--json | --snapshot FILE.png|-] [--config FILE] [--status-socket PATH]`: asks the
+/// running daemon over its status socket and prints a summary (or the JSON document), or writes the newest
+/// frame with the decoder's view drawn on it. No daemon: one line on stderr and exit 1.
 public enum StatusCommand {
     public static let usage = """
-        usage: scangate status [--json] [--config FILE] [--status-socket PATH]
+        usage: scangate status [--json | --snapshot FILE.png|-] [--config FILE] [--status-socket PATH]
 
         Asks the running daemon how it is doing: status, uptime, frames, reads, rejected reads by
         reason, the status lists in force (their iat, age and exp), drops, each device's health with
-        its last error, the controller link, the MQTT link and its spool.
-          --json                print the daemon's JSON document as it is
+        its last error, the controller link, the MQTT link and its spool, and what the camera sees
+        (the newest frame's mean luma, histogram and sharpness, the frame rate, the codes in view).
+          --json                print the daemon's JSON document as it is (the figures: "view")
+          --snapshot FILE.png   write the camera's newest frame as a PNG with the decoder's view drawn
+                                on it: each code's corners outlined in red, and below the frame a panel
+                                with the brightness histogram (a yellow mark at the mean). For aiming
+                                and focusing the camera; the daemon keeps scanning.
+          --snapshot -          draw it in the terminal instead (downscaled), with the figures and each
+                                code's corners and payload (a signed pass: its fingerprint only)
           --config FILE         the daemon's config file: its status-socket is the one asked
                                 (default \(ConfigFile.defaultPath) when it exists)
           --status-socket PATH  the daemon's status socket, as status-socket in the file (overrides
@@ -24,21 +33,29 @@ public enum StatusCommand {
                                 \(StatusSocket.defaultPath()); that is $RUNTIME_DIRECTORY/status.sock
                                 when set, else /run/scangate/status.sock
           -h, --help            show this help
-        Exit 0 when the daemon answered; 1 when no daemon runs or it cannot be asked; 2 for a bad flag
-        or config file.
+        Exit 0 when the daemon answered; 1 when no daemon runs, it cannot be asked or has no frame yet;
+        2 for a bad flag, config file or a FILE that cannot be written.
         """
 
     public static func run(_ args: [String]) -> Int32 {
         let json: Bool
+        let snapshot: String?
         let path: String
         do throws(UsageError) {
             let parsed = try CommandLineParser.parse(args, table: OptionTable.service.filter { $0.name == "status-socket" },
-                                                     aliases: ["socket": "status-socket"], local: [.init("json")], command: "status")
+                                                     aliases: ["socket": "status-socket"],
+                                                     local: [.init("json"), .init("snapshot", value: "FILE.png, or - for the terminal")],
+                                                     command: "status")
             if parsed.help {
                 write(usage + "\n", to: 1)
                 return ExitCode.success.rawValue
             }
             json = parsed.localValue("json") == "true"
+            snapshot = parsed.localValue("snapshot")
+            if let snapshot {
+                if json { throw UsageError("--json and --snapshot are asked one at a time") }
+                if snapshot != "-" { try checkWritable(snapshot) }
+            }
             // The daemon's resolution: defaults, then the file (the packaged service's when it exists and
             // no other is given, as check-config reads it), then the flags.
             let configPath = parsed.configPath ?? (access(ConfigFile.defaultPath, F_OK) == 0 ? ConfigFile.defaultPath : nil)
@@ -59,6 +76,7 @@ public enum StatusCommand {
             write("scangate status: \(Logger.escapeControls(error.message))\n", to: 2)
             return ExitCode.usage.rawValue
         }
+        if let snapshot { return writeSnapshot(to: snapshot, socket: path) }
         let answer: [UInt8]
         switch ask(path) {
         case .success(let bytes): answer = bytes
@@ -81,8 +99,53 @@ public enum StatusCommand {
 
     struct Failure: Error { let message: String }
 
-    /// Connects, sends `status`, reads the answer (at most 1 MiB, 5 s).
-    static func ask(_ path: String) -> Result<[UInt8], Failure> {
+    /// A snapshot file must be one that can be written: not a directory, in a directory that exists.
+    static func checkWritable(_ file: String) throws(UsageError) {
+        guard !file.isEmpty else { throw UsageError("--snapshot needs a file name (FILE.png, or - for the terminal)") }
+        var info = stat()
+        if stat(file, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            throw UsageError("cannot write \(file): it is a directory")
+        }
+        let directory = FilePath.parent(of: file)
+        if stat(directory, &info) != 0 {
+            throw UsageError("cannot write \(file): \(directory): \(Errno.current)")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw UsageError("cannot write \(file): \(directory) is not a directory") }
+        guard access(directory, W_OK) == 0 else { throw UsageError("cannot write \(file): \(directory): \(Errno.current)") }
+    }
+
+    /// Asks for a snapshot and writes it as a PNG (or terminal art for "-").
+    static func writeSnapshot(to file: String, socket path: String) -> Int32 {
+        let shot: StatusSnapshot
+        switch ask(path, request: "snapshot", maxBytes: (1 << 20) + StatusSnapshot.maxSide * StatusSnapshot.maxSide) {
+        case .success(let bytes):
+            do throws(UsageError) {
+                shot = try StatusSnapshot(answer: bytes)
+            } catch {
+                write("scangate status: \(path): \(Logger.escapeControls(error.message))\n", to: 2)
+                return ExitCode.nothingFound.rawValue
+            }
+        case .failure(let failure):
+            write("scangate status: \(failure.message)\n", to: 2)
+            return ExitCode.nothingFound.rawValue
+        }
+        if file == "-" {
+            let columns = getenv("COLUMNS").flatMap { Int(String(cString: $0)) }.map { max(16, min(240, $0)) } ?? 80
+            let lines = SnapshotPicture.terminal(shot, columns: columns, ansiColours: isatty(1) == 1)
+            write(lines.joined(separator: "\n") + "\n", to: 1)
+            return ExitCode.success.rawValue
+        }
+        do throws(UsageError) {
+            try FileBytes.write(try SnapshotPicture(shot).png(), to: file)
+        } catch {
+            write("scangate status: \(Logger.escapeControls(error.message))\n", to: 2)
+            return ExitCode.usage.rawValue
+        }
+        return ExitCode.success.rawValue
+    }
+
+    /// Connects, sends `request`, reads the answer (at most `maxBytes`, 5 s).
+    static func ask(_ path: String, request: String = "status", maxBytes: Int = 1 << 20) -> Result<[UInt8], Failure> {
         guard path.utf8.count < 100 else { return .failure(Failure(message: "the socket path \(path) is too long")) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return .failure(Failure(message: "socket: \(Errno.current)")) }
@@ -100,13 +163,13 @@ public enum StatusCommand {
             }
         }
         let descriptor = FileDescriptor(rawValue: fd)
-        guard case .success = descriptor.writeAll(Array("status\n".utf8)) else {
+        guard case .success = descriptor.writeAll(Array((request + "\n").utf8)) else {
             return .failure(Failure(message: "the daemon on \(path) closed the connection: \(Errno.current)"))
         }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let deadline = MonotonicInstant.now().adding(milliseconds: 5000)
-        while answer.count <= 1 << 20 {
+        while answer.count <= maxBytes {
             let left = Int32(max(0, deadline.milliseconds(since: .now())))
             guard left > 0, case .success(let events) = descriptor.poll(Int16(POLLIN), timeoutMilliseconds: left), events != 0 else {
                 return .failure(Failure(message: "the daemon on \(path) did not answer within 5 s"))
@@ -119,7 +182,7 @@ public enum StatusCommand {
             case .failure(let e): return .failure(Failure(message: "reading from \(path): \(e)"))
             }
         }
-        return .failure(Failure(message: "the daemon's answer on \(path) is longer than 1 MiB"))
+        return .failure(Failure(message: "the daemon's answer on \(path) is longer than \(maxBytes) bytes"))
     }
 
     /// The readable summary.
@@ -166,6 +229,12 @@ public enum StatusCommand {
                     lines.append("  " + "".padding(width) + " last error\(when): " + Logger.escapeControls(e))
                 }
             }
+        }
+        if let v = r.view {
+            let rate = v.framesPerSecond.map { JSONText.number($0, decimals: 1) + " fps" } ?? "fps not yet known"
+            lines.append("view: frame \(v.frame), \(v.width)x\(v.height), \(rate); mean luma \(JSONText.number(v.figures.meanLuma, decimals: 1)), "
+                         + "sharpness \(JSONText.number(v.figures.sharpness, decimals: 0)); \(v.codes.count) code\(v.codes.count == 1 ? "" : "s") in view "
+                         + "(scangate status --snapshot - shows it)")
         }
         if let c = r.controller {
             lines.append("controller: \(c.name) \(c.online ? "online" : "offline") (\(Logger.escapeControls(c.detail)))")

@@ -55,11 +55,15 @@ public final class Pipeline: @unchecked Sendable {
     private let onFirstFrame: (@Sendable () -> Void)?
     /// camera-tamper: confined to the capture thread, which shows it every frame (paused or not).
     private let sceneWatch: SceneWatch?
+    /// `status --snapshot`: fed the newest frame (capture thread) and the codes of the newest decoded one.
+    private let liveView: LiveView?
+    /// Confined to the decode queue: the payloads shown for the codes in view.
+    private var shownPayloads = ShownPayloads()
     private var handoff: FrameHandoff!
 
     public init(source: FrameSource, decoder: Decoder, debouncer: Debouncer, dispatcher: ReadDispatcher,
                 status: StatusBoard? = nil, logger: Logger, options: Options = Options(),
-                sceneWatch: SceneWatch? = nil,
+                sceneWatch: SceneWatch? = nil, liveView: LiveView? = nil,
                 onFirstFrame: (@Sendable () -> Void)? = nil,
                 onFrameDecoded: (@Sendable (Frame, Double) -> Void)? = nil) {
         self.source = source
@@ -71,6 +75,7 @@ public final class Pipeline: @unchecked Sendable {
         self.options = options
         self.onFirstFrame = onFirstFrame
         self.sceneWatch = sceneWatch
+        self.liveView = liveView
         self.onFrameDecoded = onFrameDecoded
         self.nextSeq = options.firstSeq
         self.handoff = FrameHandoff(live: source.isLive) { [unowned self] frame in self.decodeStep(frame) }
@@ -192,6 +197,7 @@ public final class Pipeline: @unchecked Sendable {
             }
             stats.frameCaptured(captureNanoseconds: MonotonicInstant.now().nanoseconds &- captureStart.nanoseconds)
             sceneWatch?.observe(frame)
+            liveView?.captured(frame)
             if !isPaused { handoff.offer(frame) }
             if options.maxFrames > 0 && stats.captured >= options.maxFrames { return .finished }
         }
@@ -235,12 +241,17 @@ public final class Pipeline: @unchecked Sendable {
         onFrameDecoded?(frame, decodedAt.milliseconds(since: started))
         let toReport = debouncer.process(time: frame.captureTime, symbols: symbols)
         stats.stageTimed(\.debounce, MonotonicInstant.now().nanoseconds &- decodedAt.nanoseconds)
+        var reported: [(symbol: DecodedSymbol, event: ReadEvent)] = []
+        defer {
+            if let liveView { liveView.decoded(frame: frame.sequence, codes: shownPayloads.codes(for: symbols, reported: reported)) }
+        }
         for symbol in toReport {
             let read = ReadEvent(seq: nextSeq, wallTimeNanoseconds: WallClock.nowNanoseconds(), symbol: symbol,
                                  frame: frame.sequence, dequeuedAt: frame.dequeuedAt, emittedAt: .now())
             nextSeq += 1
             let outputStart = MonotonicInstant.now()
             let event = dispatcher.dispatch(read)
+            if liveView != nil { reported.append((symbol, event)) }
             stats.stageTimed(\.outputs, MonotonicInstant.now().nanoseconds &- outputStart.nanoseconds)
             stats.codeReported(accepted: event.verdict.isAccepted)
             if options.oneshot && event.verdict.isAccepted {

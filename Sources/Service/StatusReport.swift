@@ -105,6 +105,9 @@ public struct StatusReport: Sendable, Equatable {
     public var sitePolicy: SitePolicy? = nil
     /// Anti-passback uses shared with the site over MQTT (mqtt-site-topic); nil when not shared.
     public var passbackSharing: PassbackSharing? = nil
+    /// What the camera and the decoder see now (figures of the newest frame); nil before the first frame
+    /// or from a daemon without it.
+    public var view: View? = nil
 
     /// The site link for anti-passback: whether the broker is there, and the uses that went each way.
     public struct PassbackSharing: Sendable, Equatable {
@@ -209,6 +212,7 @@ public struct StatusReport: Sendable, Equatable {
                 JSONText.object([("view", JSONText.string(p.view)), ("sent", String(p.sent)), ("received", String(p.received)),
                                  ("applied", String(p.applied)), ("waiting", String(p.waiting)), ("dropped", String(p.dropped))])
             } ?? "null"),
+            ("view", view?.json ?? "null"),
         ])
     }
 
@@ -251,6 +255,7 @@ public struct StatusReport: Sendable, Equatable {
             passbackSharing = PassbackSharing(view: try p.string("view"), sent: try p.uint("sent"), received: try p.uint("received"),
                                               applied: try p.uint("applied"), waiting: try p.uint("waiting"), dropped: try p.uint("dropped"))
         }
+        if let v = try r.optionalObject("view") { view = try View(v) }
         drops = try r.object("drops").members.map { (key, value) throws(UsageError) in
             guard let n = value.numberValue?.int64, n >= 0 else { throw UsageError("the daemon's status: drops.\(key) is not a count") }
             return Drop(name: key, count: UInt64(n))

@@ -14,7 +14,9 @@ import Glibc
 /// replaced; one that still answers means another daemon runs, and is an error.
 ///
 /// Protocol: the client sends one line, `status`, and gets one JSON document (`StatusReport.json`) and a
-/// newline, then the connection closes. Bounds: up to 16 clients at once on the socket's own thread (one
+/// newline, then the connection closes. Or it sends `snapshot` and gets one JSON line (`{"view": …}`)
+/// and the newest frame's luma, width × height bytes (at most 4096 × 4096; `StatusSnapshot`), or one
+/// `{"error": …}` line when there is no frame yet. Bounds: up to 16 clients at once on the socket's own thread (one
 /// poll; more wait in the kernel's backlog of 8, or are refused), a request of at most 256 bytes, 1 s to
 /// send it and 2 s to read the answer; a client that breaks them is dropped, and none delays `close`.
 public final class StatusSocket: Sendable {
@@ -49,7 +51,8 @@ public final class StatusSocket: Sendable {
 
     /// Binds the socket and starts its thread. `provider` runs on that thread for each connection.
     public init(path: String = StatusSocket.defaultPath(), group: String? = "scangate",
-                provider: @escaping @Sendable () -> StatusReport, logger: Logger) throws(SystemError) {
+                provider: @escaping @Sendable () -> StatusReport,
+                snapshot: (@Sendable () -> StatusSnapshot?)? = nil, logger: Logger) throws(SystemError) {
         self.path = path
         // Bound first under a temporary name: that one must fit sockaddr_un's 108 bytes too (with its NUL).
         let temporary = path + ".\(getpid()).tmp"
@@ -104,7 +107,8 @@ public final class StatusSocket: Sendable {
         self.thread = PosixMutex(nil)
         let listenFD = fd, wakeFD = fds[0], served = self.served
         let t = try PosixThread(name: "status-socket") {
-            StatusSocket.serve(listenFD: listenFD, wakeFD: wakeFD, provider: provider, served: served, logger: logger, path: path)
+            StatusSocket.serve(listenFD: listenFD, wakeFD: wakeFD, answers: Answers(status: provider, snapshot: snapshot),
+                               served: served, logger: logger, path: path)
         }
         thread.withLock { $0 = t }
     }
@@ -165,6 +169,12 @@ public final class StatusSocket: Sendable {
     /// A client has this long to send its request line (`scangate status` sends it at once).
     public static let requestTimeoutMilliseconds = 1000.0
 
+    /// What the thread answers with.
+    struct Answers {
+        let status: @Sendable () -> StatusReport
+        let snapshot: (@Sendable () -> StatusSnapshot?)?
+    }
+
     private struct Client {
         let fd: Int32
         var request: [UInt8] = []
@@ -175,7 +185,7 @@ public final class StatusSocket: Sendable {
 
     /// One thread, one poll(2) over the listening socket, the wake pipe and up to `maxClients` clients, each
     /// with its own deadline: an idle or slow client delays neither the others nor `close`.
-    static func serve(listenFD: Int32, wakeFD: Int32, provider: @Sendable () -> StatusReport, served: Counter,
+    static func serve(listenFD: Int32, wakeFD: Int32, answers: Answers, served: Counter,
                       logger: Logger, path: String) {
         var clients: [Client] = []
         defer { for c in clients { _ = FileDescriptor(rawValue: c.fd).close() } }
@@ -200,7 +210,7 @@ public final class StatusSocket: Sendable {
                 let revents = fds[i + 2].revents
                 var done = false
                 if clients[i].answer == nil, revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
-                    done = !readRequest(&clients[i], buffer: &buffer, provider: provider)
+                    done = !readRequest(&clients[i], buffer: &buffer, answers: answers)
                 } else if clients[i].answer != nil, revents & Int16(POLLOUT | POLLHUP | POLLERR) != 0 {
                     switch writeAnswer(&clients[i]) {
                     case .some(true): done = true; served.value.add(1, ordering: .relaxed)
@@ -243,7 +253,7 @@ public final class StatusSocket: Sendable {
     }
 
     /// Reads what the client sent; once the line (or end of file) is in, prepares the answer. False: drop it.
-    private static func readRequest(_ c: inout Client, buffer: inout [UInt8], provider: () -> StatusReport) -> Bool {
+    private static func readRequest(_ c: inout Client, buffer: inout [UInt8], answers: Answers) -> Bool {
         let room = maxRequestBytes + 1 - c.request.count
         let n: Int
         switch buffer.withUnsafeMutableBytes({ FileDescriptor(rawValue: c.fd).read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<room])) }) {
@@ -258,15 +268,29 @@ public final class StatusSocket: Sendable {
         }
         if c.request.count > maxRequestBytes { complete = true }
         guard complete else { return true }
-        let body: String
+        func error(_ message: String) -> [UInt8] { Array((JSONText.object([("error", JSONText.string(message))]) + "\n").utf8) }
         if c.request.count > maxRequestBytes {
-            body = JSONText.object([("error", JSONText.string("a request is at most \(maxRequestBytes) bytes"))])
+            c.answer = error("a request is at most \(maxRequestBytes) bytes")
         } else {
             let text = String(decoding: c.request, as: UTF8.self).trimmingSpaces
-            body = text == "status" ? provider().json
-                : JSONText.object([("error", JSONText.string("unknown request \(JSONText.string(text)); send 'status'"))])
+            switch text {
+            case "status": c.answer = Array((answers.status().json + "\n").utf8)
+            case "snapshot":
+                if let provide = answers.snapshot {
+                    if let snapshot = provide() {
+                        let v = snapshot.view
+                        c.answer = v.width > StatusSnapshot.maxSide || v.height > StatusSnapshot.maxSide || snapshot.luma.count != v.width * v.height
+                            ? error("the frame is \(v.width)x\(v.height); snapshots are at most \(StatusSnapshot.maxSide)x\(StatusSnapshot.maxSide)")
+                            : snapshot.encoded
+                    } else {
+                        c.answer = error("no frame captured yet")
+                    }
+                } else {
+                    c.answer = error("this daemon serves no snapshots")
+                }
+            default: c.answer = error("unknown request \(JSONText.string(text)); send 'status' or 'snapshot'")
+            }
         }
-        c.answer = Array((body + "\n").utf8)
         c.deadline = MonotonicInstant.now().adding(milliseconds: Double(timeoutMilliseconds))
         return true
     }
