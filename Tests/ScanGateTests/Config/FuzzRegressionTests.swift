@@ -162,7 +162,7 @@ final class FuzzRegressionTests: XCTestCase {
         // The scenario libFuzzer saved: blank CR-only first line, an unknown keyword on line 2.
         let found = "\r\r\r\r\r\n\r\u{10}\rm"
         XCTAssertThrowsError(try ScenarioParser.parse(text: found, name: "fuzz.scenario", defaults: defaults)) {
-            XCTAssertEqual("\($0)", "fuzz.scenario:2: unknown keyword '\u{10}' (allowed: size, fps, frames, loop, background, noise, blur, contrast, seed, code)")
+            XCTAssertEqual("\($0)", "fuzz.scenario:2: unknown keyword '\u{10}' (allowed: size, fps, frames, loop, background, backdrop, noise, blur, contrast, seed, code, cover, turn)")
         }
     }
 }
