@@ -136,10 +136,11 @@ final class SiteMQTTRunTests: XCTestCase {
         let west = try writePolicy("west", ver: 1, door: "west", role: "in", mode: "soft")
         let site = ["--mqtt-site-topic", "site/hq"]
 
-        // 8001 enters at the north door (kiosk A): the use is published, retained, under its number.
+        // 8001 enters at the north door (kiosk A): the use is published, retained, under its number. The code
+        // shows after 3 s of blank frames, once A's MQTT session is up (with --fast it read before that: offline).
         let pass8001 = try pass("8001")
-        let a = try ScangateProcess.run(kioskArguments("kiosk-a", broker: broker, scene: try scenario(pass8001), policy: north,
-                                                       extra: site + ["--fast"]), timeout: 120)
+        let a = try ScangateProcess.run(kioskArguments("kiosk-a", broker: broker, scene: try scenario(pass8001, lead: 90), policy: north,
+                                                       extra: site), timeout: 120)
         XCTAssertEqual(a.status, 0, a.stderr)
         let aEvents = Self.events(a.stdoutLines)
         XCTAssertEqual(aEvents.map(Self.verdict), ["accepted"], a.stderr)
