@@ -98,7 +98,7 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
             sitePolicy = loaded
         }
         var store: ReplayStore?
-        if settings.oneTime {
+        if settings.oneTime || settings.holderBinding != .off {
             do throws(ReplayStoreError) {
                 store = try ReplayStore(path: settings.replayStore)
             } catch {
@@ -316,6 +316,10 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
                 soft = use
             }
         }
+        // The presentation before the pass: a presentation shown again is refused without using the pass.
+        if case .success(let pass) = result, let presentation = pass.presentation {
+            result = consume(presentation, of: pass, now: time)
+        }
         if case .success(let pass) = result, settings.oneTime {
             result = consume(pass, now: time)
         }
@@ -355,6 +359,25 @@ public final class CredentialPolicy: ReadPolicy, Sendable {
             if refusal.reason == .replayStoreFailed { logger.error(line) } else { logger.notice(line) }
         }
         return result
+    }
+
+    /// credential-holder-binding: each presentation is accepted once, recorded in the replay store (its
+    /// key is the SHA-256 of the key-binding JWT, apart from every pass's) until its window has passed.
+    private func consume(_ presentation: PresentationID, of pass: VerifiedPass, now time: Int64) -> Result<VerifiedPass, Refusal> {
+        guard let store else {
+            return .failure(Refusal(.replayStoreFailed, "credential-holder-binding is on but no replay store is open"))
+        }
+        let key: ReplayKey
+        do throws(CryptoError) {
+            key = try ReplayKey.make(presentation: presentation.digest)
+        } catch {
+            return .failure(Refusal(.replayStoreFailed, "cannot hash the presentation: \(error)"))
+        }
+        switch store.consume(key, holdUntil: presentation.holdUntil, now: time) {
+        case .fresh: return .success(pass)
+        case .replayed: return .failure(Refusal(.presentationReplayed, "this presentation of number \(Logger.escape(pass.number)) was already accepted on this kiosk"))
+        case .failed(let why): return .failure(Refusal(.replayStoreFailed, "\(store.path): \(why); the presentation is refused (fail closed)"))
+        }
     }
 
     private func consume(_ pass: VerifiedPass, now time: Int64) -> Result<VerifiedPass, Refusal> {

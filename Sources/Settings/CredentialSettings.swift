@@ -86,6 +86,19 @@ public enum CredentialOutput: String, CaseIterable, Sendable {
     case token
 }
 
+/// credential-holder-binding: whether a pass may name its holder's key (`cnf`, RFC 7800) and must then
+/// come inside a fresh presentation signed by that key (SD-JWT with Key Binding).
+public enum HolderBinding: String, CaseIterable, Sendable {
+    /// Presentations are not read; a pass that names a holder key is refused (holder-binding-required):
+    /// it was issued to be shown only with its holder's signature.
+    case off
+    /// A pass with `cnf` is accepted only in a fresh presentation by its holder; a pass without is a
+    /// bearer pass, as before.
+    case accept
+    /// Every pass must come in a fresh presentation by the holder key its `cnf` names.
+    case require
+}
+
 /// The `[credential]` options: a plain value, defaults written once here; `validate()` names the option
 /// and the allowed values in each error. The verifier, keys and replay store are `CredentialPolicy`'s.
 public struct CredentialSettings: SettingsSection {
@@ -119,6 +132,10 @@ public struct CredentialSettings: SettingsSection {
     /// credential-status-list: a Token Status List file (statuslist+jwt, or statuslist+cwt in binary or hex) or a directory of them; nil: the
     /// status claims of passes are not checked.
     public var statusList: String? = nil
+    /// credential-holder-binding = off | accept | require.
+    public var holderBinding: HolderBinding = .off
+    /// credential-presentation-window-s: how far a presentation's iat may lie from this kiosk's clock, 5-300.
+    public var presentationWindowSeconds: Int = 30
     /// credential-status-list-keys: the keys the status lists are verified with; nil: credential-keys.
     public var statusListKeys: String? = nil
 
@@ -126,6 +143,7 @@ public struct CredentialSettings: SettingsSection {
 
     public static let leewayRange = 0...3600
     public static let maxLifetimeRange = 0...315_360_000
+    public static let presentationWindowRange = 5...300
 
     /// Checks the combination of options; each error names the option and what is allowed.
     public func validate() throws(UsageError) {
@@ -154,7 +172,18 @@ public struct CredentialSettings: SettingsSection {
         if let statusList, statusList.isEmpty {
             throw UsageError("--credential-status-list is empty; leave it unset to check no status lists")
         }
-        if oneTime {
+        guard Self.presentationWindowRange.contains(presentationWindowSeconds) else {
+            throw UsageError("--credential-presentation-window-s: \(presentationWindowSeconds) is not a whole number from 5 to 300")
+        }
+        if holderBinding != .off {
+            guard format != .cwt else {
+                throw UsageError("--credential-holder-binding \(holderBinding.rawValue): holder-bound passes are SD-JWT presentations; set --credential-format to jwt or any")
+            }
+            guard audience != nil else {
+                throw UsageError("--credential-holder-binding \(holderBinding.rawValue) needs --credential-audience: a presentation names the door it is for (its aud)")
+            }
+        }
+        if oneTime || holderBinding != .off {
             guard replayStore.hasPrefix("/"), replayStore.count > 1, !replayStore.hasSuffix("/") else {
                 throw UsageError("--credential-replay-store: '\(replayStore)' must be an absolute path to a file (default /var/lib/scangate/credential-replay)")
             }
@@ -183,6 +212,13 @@ public struct CredentialSettings: SettingsSection {
         return value
     }
 
+    public static func parseHolderBinding(_ text: String) throws(UsageError) -> HolderBinding {
+        guard let value = HolderBinding(rawValue: text.trimmedOfSpaces.lowercased()) else {
+            throw UsageError("--credential-holder-binding: '\(text)' is not one of off, accept, require")
+        }
+        return value
+    }
+
     public static func parseOutput(_ text: String) throws(UsageError) -> CredentialOutput {
         guard let value = CredentialOutput(rawValue: text.trimmedOfSpaces.lowercased()) else {
             throw UsageError("--credential-output: '\(text)' is not one of number, token")
@@ -203,6 +239,7 @@ public struct CredentialSettings: SettingsSection {
         if !requireSyncedClock { parts.append("clock not checked") }
         if output == .token { parts.append("outputs get the token") }
         if let statusList { parts.append("status lists \(statusList)") }
+        if holderBinding != .off { parts.append("holder binding \(holderBinding.rawValue) (window \(presentationWindowSeconds) s, \(replayStore))") }
         return parts.joined(separator: ", ")
     }
 }

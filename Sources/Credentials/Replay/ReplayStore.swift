@@ -24,6 +24,13 @@ public struct ReplayKey: Hashable, Sendable {
         return ReplayKey(bytes: Array(digest.prefix(16)))
     }
 
+    /// A presentation (credential-holder-binding), by the SHA-256 of its key-binding JWT: a domain of its
+    /// own, so it never equals a pass's key.
+    public static func make(presentation digest: [UInt8]) throws(CryptoError) -> ReplayKey {
+        let input = Array("scangate-presentation-1".utf8) + [0] + digest
+        return ReplayKey(bytes: Array(try CryptoDigest.sha256(input).prefix(16)))
+    }
+
     init(bytes: [UInt8]) {
         var h: UInt64 = 0, l: UInt64 = 0
         for i in 0..<8 { h = h << 8 | UInt64(bytes[i]) }

@@ -25,6 +25,8 @@ public struct VerifiedPass: Equatable, Sendable {
     public var passback = false
     /// Set by the credential policy when anti-passback is shared over MQTT and the broker is away.
     public var passbackOffline = false
+    /// A presentation by the pass's holder (credential-holder-binding): what accepts it once.
+    public var presentation: PresentationID? = nil
 
     /// exp in whole seconds (a fraction rounds down).
     public var expiresAtSeconds: Int64 {
@@ -37,6 +39,13 @@ public struct VerifiedPass: Equatable, Sendable {
         info.passbackOffline = passbackOffline
         return info
     }
+}
+
+/// One presentation, for accepting it once: the SHA-256 of its key-binding JWT, held in the replay store
+/// until the wall clock reaches `holdUntil` (its iat plus the window, plus 1 s).
+public struct PresentationID: Equatable, Sendable {
+    public let digest: [UInt8]
+    public let holdUntil: Int64
 }
 
 /// Verifies passes against a key set and the claim rules of CredentialSettings. A value: the daemon
@@ -76,7 +85,87 @@ public struct CredentialVerifier: Sendable {
     }
 
     func check(_ payload: [UInt8], now: Double) throws(Refusal) -> VerifiedPass {
-        let token = try parse(payload)
+        if settings.format == .jwt || settings.format == .any, !COSESign1.hasPrefix(payload), let presentation = try SDJWTPresentation.split(payload) {
+            return try checkPresentation(presentation, now: now)
+        }
+        let (pass, holder) = try checkPass(try parse(payload), now: now, disclosures: nil)
+        if holder != nil {
+            throw Refusal(.holderBindingRequired, "the pass names a holder key (cnf): it is accepted only inside a fresh presentation signed by that key")
+        }
+        if settings.holderBinding == .require {
+            throw Refusal(.holderBindingRequired, "credential-holder-binding is require and this is a bare pass, not a presentation by its holder")
+        }
+        return pass
+    }
+
+    /// An SD-JWT presentation: the issuer's JWT as a pass (with its disclosures applied), then the
+    /// key-binding JWT: typ kb+jwt, its signature by the pass's cnf key - bad-holder-signature; sd_hash
+    /// over this presentation - bad-holder-signature; aud equal to credential-audience - wrong-door; iat
+    /// within credential-presentation-window-s of now - stale-presentation.
+    func checkPresentation(_ presentation: SDJWTPresentation, now: Double) throws(Refusal) -> VerifiedPass {
+        guard settings.holderBinding != .off else {
+            throw Refusal(.malformed, "an SD-JWT presentation (it has '~'); credential-holder-binding is off")
+        }
+        let issuerToken = try JWS.parse(presentation.issuerJWT)
+        if let type = issuerToken.type, type.bytesEqual("kb+jwt") {
+            throw Refusal(.malformed, "the issuer-signed part is typ kb+jwt: a key-binding JWT is not a pass")
+        }
+        var (pass, holder) = try checkPass(issuerToken, now: now, disclosures: presentation.disclosures)
+        guard let holder else {
+            if settings.holderBinding == .require {
+                throw Refusal(.holderBindingRequired, "credential-holder-binding is require and the pass names no holder key (cnf)")
+            }
+            guard presentation.keyBinding == nil else {
+                throw Refusal(.malformed, "a key-binding JWT for a pass that names no holder key (cnf)")
+            }
+            return pass
+        }
+        guard let kbBytes = presentation.keyBinding else {
+            throw Refusal(.holderBindingRequired, "the pass names a holder key (cnf) and the presentation has no key-binding JWT")
+        }
+        let kb = try JWS.parse(kbBytes)
+        guard let type = kb.type, type.bytesEqual("kb+jwt") else {
+            throw Refusal(.malformed, "the key-binding JWT's typ is \(kb.type.map { Self.shown($0) } ?? "missing"); it must be kb+jwt")
+        }
+        guard let algorithm = kb.algorithm, settings.algorithms.contains(algorithm) else {
+            throw Refusal(.algorithmNotAllowed, "the key-binding JWT's alg \(kb.algorithmName) is not in credential-algorithms")
+        }
+        guard algorithm == holder.algorithm else {
+            throw Refusal(.badHolderSignature, "the key-binding JWT is \(kb.algorithmName); the holder key is \(holder.algorithm.keyDescription)")
+        }
+        let valid: Bool
+        do throws(CryptoError) {
+            valid = try holder.verify(signature: kb.signature, message: kb.signingInput)
+        } catch {
+            throw Refusal(.badHolderSignature, "libcrypto could not verify the holder's signature: \(error)")
+        }
+        guard valid else { throw Refusal(.badHolderSignature, "the key-binding JWT's signature does not verify with the holder key the pass names (cnf)") }
+        let claims = try KeyBindingClaims.parse(kb.payload)
+        guard claims.sdHash.bytesEqual(try presentation.sdHash()) else {
+            throw Refusal(.badHolderSignature, "the key-binding JWT's sd_hash is for another presentation")
+        }
+        guard let door = settings.audience, claims.audience.bytesEqual(door) else {
+            throw Refusal(.wrongDoor, "the presentation is for \(Self.shown(claims.audience)); this door is \(settings.audience.map { Self.shown($0) } ?? "not set (credential-audience)")")
+        }
+        let window = Double(settings.presentationWindowSeconds)
+        guard abs(now - claims.issuedAt) <= window else {
+            let ago = now - claims.issuedAt
+            throw Refusal(.stalePresentation, "made at \(Self.time(claims.issuedAt)), \(Self.whole(abs(ago))) s \(ago >= 0 ? "ago" : "ahead of this clock"); credential-presentation-window-s is \(settings.presentationWindowSeconds)")
+        }
+        let id: [UInt8]
+        do throws(CryptoError) {
+            id = try CryptoDigest.sha256(kbBytes)
+        } catch {
+            throw Refusal(.replayStoreFailed, "cannot hash the presentation: \(error)")
+        }
+        let issued = claims.issuedAt.rounded(.up)
+        let until = (issued.isFinite && abs(issued) < 9e18 ? Int64(issued) : Int64.max / 2) + Int64(settings.presentationWindowSeconds) + 1
+        pass.presentation = PresentationID(digest: id, holdUntil: until)
+        return pass
+    }
+
+    /// The pass's own checks (below); returns the holder key its cnf names, if any.
+    func checkPass(_ token: ParsedToken, now: Double, disclosures: [[UInt8]]?) throws(Refusal) -> (VerifiedPass, PublicKey?) {
         // A status list token signed by a site key must never pass for a pass (its sub is a uri).
         if let type = token.type, StatusListToken.isAnyStatusListType(type) {
             throw Refusal(.malformed, "typ \(Self.shown(type)) is a status list token, not a pass")
@@ -90,8 +179,18 @@ public struct CredentialVerifier: Sendable {
         }
         let key = try verifySignature(token, algorithm)
         let claims: PassClaims
+        var holder: PublicKey?
         switch token.format {
-        case .jwt: claims = try JWS.claims(token.payload, numberClaim: settings.numberClaim)
+        case .jwt:
+            var payload = token.payload
+            var object = try Self.claimsObject(payload)
+            // An SD-JWT's JWT shown alone is the same as one with no disclosures: its digests are dropped.
+            if disclosures != nil || object["_sd"] != nil || object["_sd_alg"] != nil {
+                object = try SelectiveDisclosure.apply(object, disclosures: disclosures ?? [])
+                payload = Array(JSONValue.object(object).text.utf8)
+            }
+            if let cnf = object["cnf"] { holder = try HolderKey.parse(cnf) }
+            claims = try JWS.claims(payload, numberClaim: settings.numberClaim)
         case .cwt: claims = try COSESign1.claims(token.payload, numberClaim: settings.numberClaim)
         }
         try checkTimes(claims, now: now)
@@ -106,9 +205,21 @@ public struct CredentialVerifier: Sendable {
         if let id = claims.tokenID, id.isEmpty || id.count > 128 {
             throw Refusal(.malformed, "jti/cti must be 1 to 128 bytes")
         }
-        return VerifiedPass(format: token.format, algorithm: algorithm, number: number, keyID: key.keyID,
-                            tokenID: claims.tokenIDText, tokenIDBytes: claims.tokenID, issuer: claims.issuer,
-                            expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json, status: claims.status, group: claims.group)
+        let pass = VerifiedPass(format: token.format, algorithm: algorithm, number: number, keyID: key.keyID,
+                                tokenID: claims.tokenIDText, tokenIDBytes: claims.tokenID, issuer: claims.issuer,
+                                expiresAt: claims.expiresAt ?? 0, claimsJSON: claims.json, status: claims.status, group: claims.group)
+        return (pass, holder)
+    }
+
+    static func claimsObject(_ payload: [UInt8]) throws(Refusal) -> JSONObject {
+        let value: JSONValue
+        do throws(JSONParseError) {
+            value = try JSONValue.parse(payload, maxBytes: JWS.maxClaimsBytes, maxDepth: 8)
+        } catch {
+            throw Refusal(.malformed, "the claims: \(error)")
+        }
+        guard let object = value.objectValue else { throw Refusal(.malformed, "the claims are not a JSON object") }
+        return object
     }
 
     func parse(_ payload: [UInt8]) throws(Refusal) -> ParsedToken {

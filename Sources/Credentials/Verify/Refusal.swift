@@ -36,6 +36,19 @@ public enum RefusalReason: String, CaseIterable, Sendable {
     /// direction (role in: it entered and has not exited; role out: it exited and has not entered) less
     /// than timeout_s ago (timeout_s 0: at any time). Doors of role both do not check.
     case passback
+    /// credential-holder-binding: the presentation's iat is more than credential-presentation-window-s
+    /// away from this kiosk's clock.
+    case stalePresentation = "stale-presentation"
+    /// credential-holder-binding: the presentation's aud is not credential-audience (made for another door).
+    case wrongDoor = "wrong-door"
+    /// credential-holder-binding: the key-binding JWT does not verify with the holder key the pass names
+    /// (cnf), or it was made for another presentation (sd_hash).
+    case badHolderSignature = "bad-holder-signature"
+    /// The pass names a holder key but came without a key-binding JWT (a screenshot of the pass itself),
+    /// or credential-holder-binding is require and the pass names no holder key.
+    case holderBindingRequired = "holder-binding-required"
+    /// credential-holder-binding: this presentation was already accepted on this kiosk.
+    case presentationReplayed = "presentation-replayed"
     /// Not a pass of an enabled format, or one that breaks its format's rules (syntax, sizes, duplicate
     /// members, `crit`, a missing or mistyped claim, no jti while credential-one-time is on).
     case malformed

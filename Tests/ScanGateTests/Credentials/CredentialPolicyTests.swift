@@ -77,7 +77,9 @@ final class CredentialPolicyTests: XCTestCase {
     func testEveryReasonHasItsText() {
         XCTAssertEqual(RefusalReason.allCases.map(\.rawValue), [
             "bad-signature", "unknown-key", "algorithm-not-allowed", "expired", "not-yet-valid", "wrong-audience",
-            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "outside-schedule", "policy-stale", "passback", "malformed", "clock not synchronised", "replay store failed",
+            "wrong-issuer", "lifetime-too-long", "replayed", "revoked", "outside-schedule", "policy-stale", "passback",
+            "stale-presentation", "wrong-door", "bad-holder-signature", "holder-binding-required", "presentation-replayed",
+            "malformed", "clock not synchronised", "replay store failed",
         ])
     }
 

@@ -1,0 +1,133 @@
+import Core
+@testable import Credentials
+import Foundation
+import Platform
+import Settings
+import XCTest
+
+/// Holder-bound passes (credential-holder-binding): SD-JWT passes with cnf and their key-binding
+/// presentations, made by the IETF reference implementation (PyPI sd-jwt), judged by the policy as the
+/// decode queue runs it, with a real replay store.
+final class HolderBindingPeerTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        dir = try TestFiles.temporaryDirectory()
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    struct Case: Decodable {
+        let name: String
+        let token: String
+        let expect: String
+        let number: String?
+        let require: String
+    }
+
+    struct Cases: Decodable {
+        let jwks: String
+        let cases: [Case]
+    }
+
+    func peerCases() throws -> Cases {
+        let result = try PythonPeers.run("sdjwt_peer.py", ["cases", dir])
+        XCTAssertEqual(result.status, 0)
+        return try JSONDecoder().decode(Cases.self, from: Data(result.stdout.utf8))
+    }
+
+    func policy(_ jwks: String, _ binding: HolderBinding, store: String, now: @escaping @Sendable () -> Int64 = { CredentialFixtures.now },
+                log: LogCapture) throws -> CredentialPolicy {
+        var settings = CredentialFixtures.settings(.any, audience: "north")
+        settings.keys = jwks
+        settings.holderBinding = binding
+        settings.replayStore = store
+        try settings.validate()
+        return CredentialPolicy(settings: settings, keys: try CredentialKeySet.load(path: jwks), store: try ReplayStore(path: store),
+                                clock: ClockSync.fixed(true), now: now, logger: log.logger)
+    }
+
+    func testReferenceImplementationPresentationsAreJudgedRight() throws {
+        let peer = try peerCases()
+        XCTAssertEqual(peer.cases.count, 15)
+        for binding in [HolderBinding.accept, .require] {
+            let log = LogCapture()
+            let policy = try policy(peer.jwks, binding, store: dir + "/replay-\(binding.rawValue)", log: log)
+            for c in peer.cases {
+                let expect = binding == .require ? c.require : c.expect
+                var event = CredentialFixtures.event(Array(c.token.utf8))
+                policy.judge(&event)
+                if expect == "accepted" {
+                    XCTAssertEqual(event.verdict, .accepted, "\(binding): \(c.name): \(log.all.suffix(1))")
+                    XCTAssertEqual(event.credential?.number, c.number, "\(binding): \(c.name)")
+                    XCTAssertEqual(event.doorData, Array((c.number ?? "").utf8), "\(binding): \(c.name)")
+                } else {
+                    XCTAssertEqual(event.verdict, .rejected(reason: expect), "\(binding): \(c.name): \(log.all.suffix(1))")
+                    XCTAssertNil(event.credential)
+                }
+                // What goes on to the outputs and the log is the fingerprint, never the presentation.
+                XCTAssertFalse(String(decoding: event.symbol.data, as: UTF8.self).contains("~"), c.name)
+            }
+            XCTAssertFalse(log.all.contains { $0.contains(peer.cases[0].token.prefix(40)) }, "no presentation is logged whole")
+        }
+    }
+
+    func testAPresentationIsAcceptedOnceAndNotAfterItsWindow() throws {
+        let peer = try peerCases()
+        let token = try XCTUnwrap(peer.cases.first { $0.name.hasPrefix("bound pass, P-256") }?.token)
+        let later = try XCTUnwrap(peer.cases.first { $0.name.hasPrefix("bound pass, Ed25519") }?.token)
+        let clock = PosixMutex(CredentialFixtures.now)
+        let log = LogCapture()
+        let store = dir + "/replay"
+        let policy = try policy(peer.jwks, .accept, store: store, now: { clock.withLock { $0 } }, log: log)
+        var first = CredentialFixtures.event(Array(token.utf8))
+        policy.judge(&first)
+        XCTAssertEqual(first.verdict, .accepted, "\(log.all)")
+        // Shown again: refused, also by a daemon started afterwards on the same store (it is durable).
+        var again = CredentialFixtures.event(Array(token.utf8))
+        policy.judge(&again)
+        XCTAssertEqual(again.verdict, .rejected(reason: "presentation-replayed"))
+        let restarted = try self.policy(peer.jwks, .accept, store: store, now: { clock.withLock { $0 } }, log: log)
+        var afterRestart = CredentialFixtures.event(Array(token.utf8))
+        restarted.judge(&afterRestart)
+        XCTAssertEqual(afterRestart.verdict, .rejected(reason: "presentation-replayed"))
+        // A fresh presentation of a pass is accepted (the pass itself is multi-use); 31 s later it is stale.
+        clock.withLock { $0 += 31 }
+        var stale = CredentialFixtures.event(Array(later.utf8))
+        restarted.judge(&stale)
+        XCTAssertEqual(stale.verdict, .rejected(reason: "stale-presentation"))
+        XCTAssertTrue(log.all.contains { $0.contains("credential-presentation-window-s is 30") }, "\(log.all.suffix(2))")
+    }
+
+    func testSettingsNeedADoorAndAJWTFormat() {
+        var s = CredentialFixtures.settings(.any, audience: nil)
+        s.holderBinding = .accept
+        XCTAssertThrowsError(try s.validate()) { XCTAssertTrue("\($0)".contains("needs --credential-audience"), "\($0)") }
+        s.audience = "north"
+        s.format = .cwt
+        XCTAssertThrowsError(try s.validate()) { XCTAssertTrue("\($0)".contains("jwt or any"), "\($0)") }
+        s.format = .jwt
+        s.presentationWindowSeconds = 4
+        XCTAssertThrowsError(try s.validate()) { XCTAssertTrue("\($0)".contains("5 to 300"), "\($0)") }
+        s.presentationWindowSeconds = 30
+        XCTAssertNoThrow(try s.validate())
+        XCTAssertThrowsError(try CredentialSettings.parseHolderBinding("maybe"))
+    }
+
+    func testABoundPassIsRefusedWhenHolderBindingIsOff() throws {
+        let peer = try peerCases()
+        var settings = CredentialFixtures.settings(.any, audience: "north")
+        settings.keys = peer.jwks
+        let log = LogCapture()
+        let policy = CredentialPolicy(settings: settings, keys: try CredentialKeySet.load(path: peer.jwks), store: nil,
+                                      clock: ClockSync.fixed(true), logger: log.logger)
+        for (name, expect) in [("bound pass, P-256 holder, presented", "malformed"), ("the pass's JWT alone", "holder-binding-required")] {
+            let token = try XCTUnwrap(peer.cases.first { $0.name == name }?.token)
+            var event = CredentialFixtures.event(Array(token.utf8))
+            policy.judge(&event)
+            XCTAssertEqual(event.verdict, .rejected(reason: expect), name)
+        }
+    }
+}
