@@ -101,6 +101,27 @@ final class HolderBindingPeerTests: XCTestCase {
         XCTAssertTrue(log.all.contains { $0.contains("credential-presentation-window-s is 30") }, "\(log.all.suffix(2))")
     }
 
+    /// Through `scangate run` on the simulated camera: a presentation is accepted, the same one shown again
+    /// is refused, and so are another door's presentation and the pass without its holder's signature.
+    func testPresentationsThroughScangateRun() throws {
+        let peer = try peerCases()
+        func token(_ name: String) throws -> String { try XCTUnwrap(peer.cases.first { $0.name.hasPrefix(name) }?.token, name) }
+        let good = try token("bound pass, P-256"), otherDoor = try token("presented for another door"), bare = try token("the pass's JWT alone")
+        let scene = try PassScene.write([good, otherDoor, good, bare], in: dir, size: 480)
+        let result = try ScangateProcess.run(["run", "--camera", "sim:" + scene, "--fast", "--hold-off-ms", "100",
+                                              "--credential-format", "any", "--credential-keys", peer.jwks, "--credential-audience", "north",
+                                              "--credential-holder-binding", "accept", "--credential-replay-store", dir + "/replay",
+                                              "--credential-require-synced-clock=no"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let events = try result.stdoutLines.map { try JSONValue.parse($0) }
+        XCTAssertEqual(events.map { $0["rejected"]?.stringValue ?? "accepted" },
+                       ["accepted", "wrong-door", "presentation-replayed", "holder-binding-required"], result.stderr)
+        XCTAssertEqual(events.first?["credential"]?["number"]?.stringValue, "8001")
+        XCTAssertFalse(result.stdoutText.contains("~"), "no presentation reaches stdout")
+        XCTAssertFalse(result.stderr.contains(good.prefix(40)), "no presentation is logged whole")
+        XCTAssertTrue(result.stderr.contains("holder binding accept (window 30 s, \(dir)/replay)"), result.stderr)
+    }
+
     func testSettingsNeedADoorAndAJWTFormat() {
         var s = CredentialFixtures.settings(.any, audience: nil)
         s.holderBinding = .accept

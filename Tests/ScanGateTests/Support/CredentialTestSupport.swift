@@ -64,8 +64,8 @@ enum CredentialFixtures {
 /// Passes shown to the daemon's simulated camera, one after the other.
 enum PassScene {
     /// A `sim:` scenario in `dir` showing each token for 4 frames, then 3 blank ones; returns its path.
-    static func write(_ tokens: [String], in dir: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        var text = "size 320x320\nfps 30\nbackground 255\nframes \(tokens.count * 7 + 3)\n"
+    static func write(_ tokens: [String], in dir: String, size: Int = 320, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        var text = "size \(size)x\(size)\nfps 30\nbackground 255\nframes \(tokens.count * 7 + 3)\n"
         for (n, token) in tokens.enumerated() {
             XCTAssertFalse(token.contains("\"") || token.contains("\\"), "a token the scenario cannot quote", file: file, line: line)
             text += "code qr \"\(token)\" frames \(n * 7)-\(n * 7 + 3) module 3\n"
