@@ -15,7 +15,10 @@ enum CredentialCommand {
         Usage: scangate credential keygen --out DIR [--kid K] [--algorithm ed25519|es256]
                scangate credential issue --key FILE --number N --ttl DURATION [--config FILE] [--aud X] [--iss X]
                                          [--kid K] [--one-time] [--format jwt|cwt] [--status-uri URI --status-idx N]
-                                         [--grp GROUP] [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
+                                         [--grp GROUP] [--holder-key FILE] [--out FILE.png|FILE.pgm | --text]
+                                         [--ecc L|M|Q|H] [--scale N]
+               scangate credential present --pass FILE|- --holder-key FILE (--aud DOOR | --config FILE) [--nonce N]
+                                           [--out FILE.png|FILE.pgm | --text] [--ecc L|M|Q|H] [--scale N]
                scangate credential verify TEXT|--image FILE|--stdin [--config FILE] [--credential-keys PATH]
                                           [--credential-format jwt|cwt|any] [--credential-audience X]
                                           [--credential-issuer X] [--credential-algorithms LIST]
@@ -39,9 +42,15 @@ enum CredentialCommand {
                  the kid in the kiosk's key set when keygen was given one. --status-uri URI --status-idx N
                  name the pass's entry in a Token Status List (the status claim; CWT 65535), so the site
                  can revoke it there. --grp GROUP names the pass's group in the site policy (policy-file),
-                 whose schedule then gives its hours. Without --out or --text, the pass
+                 whose schedule then gives its hours. --holder-key FILE (a PEM public key, or a key
+                 from keygen) binds the pass to that holder (cnf; --format jwt): a kiosk then accepts it
+                 only in a fresh presentation signed by the holder. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
                  that keeps the smallest QR version (or --ecc).
+        present  makes a presentation of a holder-bound pass for one door (SD-JWT with key binding):
+                 the pass, then a key-binding JWT signed by the holder's private key with iat now, aud DOOR,
+                 a nonce and the pass's hash. A kiosk with credential-holder-binding accepts it once, within
+                 credential-presentation-window-s (30 s). For tests and for sites without a wallet app.
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
                  and prints the claims, or `refused: REASON`. Its settings are the daemon's [credential] keys,
                  with the same names: --config FILE reads them from the daemon's config file, and flags
@@ -56,7 +65,7 @@ enum CredentialCommand {
         """
 
     static func run(_ arguments: [String]) -> Int32 {
-        CommandArguments.dispatch(arguments, command: "credential", help: help, [("keygen", keygen), ("issue", issue), ("verify", verify)])
+        CommandArguments.dispatch(arguments, command: "credential", help: help, [("keygen", keygen), ("issue", issue), ("present", present), ("verify", verify)])
     }
 
     // MARK: - keygen
@@ -107,6 +116,7 @@ enum CredentialCommand {
         var configPath: String?
         var formatGiven = false, oneTimeGiven = false
         var statusURI: String?, statusIndex: Int?
+        var holderKeyFile: String?
         var args = CommandArguments(arguments)
         do throws(UsageError) {
             while let arg = args.next() {
@@ -132,6 +142,7 @@ enum CredentialCommand {
                 case "--scale": scale = try args.number(arg, 1...64)
                 case "--status-uri": statusURI = try args.value(arg, "the status list's URI (its sub)")
                 case "--status-idx": statusIndex = try args.number(arg, 0...StatusReference.maxIndex)
+                case "--holder-key": holderKeyFile = try args.value(arg, "the holder's public key FILE (PEM, or a key from keygen)")
                 case "--grp":
                     let group = try args.value(arg, "the pass's group in the site policy")
                     guard !group.isEmpty, group.utf8.count <= SitePolicy.maxNameBytes else {
@@ -184,6 +195,16 @@ enum CredentialCommand {
             } catch {
                 throw UsageError("--key " + error.description)
             }
+            if let holderKeyFile {
+                guard request.format == .jwt else {
+                    throw UsageError("--holder-key: holder-bound passes are SD-JWT; add --format jwt (the CWT form is not built yet)")
+                }
+                do throws(KeyFileError) {
+                    request.holderKey = try KeyGeneration.loadHolderPublicKey(holderKeyFile)
+                } catch {
+                    throw UsageError("--holder-key " + error.description)
+                }
+            }
             request.number = number
             request.lifetimeSeconds = ttl
             request.now = WallClock.nowNanoseconds() / 1_000_000_000
@@ -197,6 +218,15 @@ enum CredentialCommand {
                 _ = FileDescriptor(rawValue: 1).writeAll(Array((pass + "\n").utf8))
                 return ExitCode.success.rawValue
             }
+            return try show(pass, out: out, ecc: ecc, scale: scale)
+        } catch {
+            return usageError(error.message)
+        }
+    }
+
+    /// A pass or presentation as a QR code: an image file (--out), or drawn in the terminal.
+    static func show(_ pass: String, out: String?, ecc: QREncoder.ErrorCorrection?, scale: Int) throws(UsageError) -> Int32 {
+        do throws(UsageError) {
             let (bitmap, _) = try qrCode(Array(pass.utf8), ecc: ecc)
             if let out {
                 guard let format = ImageFile.writableFormat(forPath: out) else { throw UsageError("--out: '\(out)' must end in .png or .pgm") }
@@ -211,6 +241,100 @@ enum CredentialCommand {
         } catch {
             return usageError(error.message)
         }
+    }
+
+    // MARK: - present
+
+    static func present(_ arguments: [String]) -> Int32 {
+        var passFile: String?, holderKeyFile: String?, audience: String?, nonce: String?, out: String?, configPath: String?
+        var textOnly = false
+        var ecc: QREncoder.ErrorCorrection?
+        var scale = 8
+        var args = CommandArguments(arguments)
+        do throws(UsageError) {
+            while let arg = args.next() {
+                switch arg {
+                case "-h", "--help": print(help); return 0
+                case "--pass": passFile = try args.value(arg, "the pass FILE (its text, as issue --text writes it), or - for stdin")
+                case "--holder-key": holderKeyFile = try args.value(arg, "the holder's private key FILE (from keygen)")
+                case "--aud", "--credential-audience": audience = try args.value(arg, "the door X (the kiosk's credential-audience)")
+                case "--config": configPath = try args.value(arg, "the kiosk's config FILE")
+                case "--nonce": nonce = try args.value(arg, "a nonce text")
+                case "--out": out = try args.value(arg, "a FILE.png or FILE.pgm")
+                case "--ecc":
+                    let name = try args.value(arg, "L, M, Q or H")
+                    guard let e = QREncoder.ErrorCorrection(name: name) else { throw UsageError("--ecc: '\(name)' is not one of L, M, Q, H") }
+                    ecc = e
+                case "--scale": scale = try args.number(arg, 1...64)
+                default:
+                    if let on = try args.switchValue(arg, "text") {
+                        textOnly = on
+                    } else {
+                        throw UsageError("credential present: unknown option \(arg) (see scangate credential --help)")
+                    }
+                }
+            }
+            guard let passFile else { throw UsageError("credential present needs --pass FILE (or - for stdin)") }
+            guard let holderKeyFile else { throw UsageError("credential present needs --holder-key FILE (the holder's private key)") }
+            if audience == nil, let configPath {
+                audience = try Configuration.resolve(configPath: configPath, flagAssignments: []).credential.audience
+            }
+            guard let audience, !audience.isEmpty else {
+                throw UsageError("credential present needs --aud DOOR (the kiosk's credential-audience), or --config FILE that sets it")
+            }
+            if let nonce, nonce.isEmpty || nonce.utf8.count > 128 { throw UsageError("--nonce must be 1 to 128 bytes") }
+            if out != nil && textOnly { throw UsageError("credential present takes --out FILE or --text, not both") }
+            let text = try readPass(passFile)
+            let key: PrivateKey
+            do throws(KeyFileError) {
+                key = try KeyGeneration.loadPrivateKey(holderKeyFile)
+            } catch {
+                throw UsageError("--holder-key " + error.description)
+            }
+            let presentation: String
+            do throws(CryptoError) {
+                presentation = try PresentationMaker.present(text, holderKey: key, audience: audience,
+                                                             now: WallClock.nowNanoseconds() / 1_000_000_000, nonce: nonce)
+            } catch {
+                throw UsageError("credential present: \(error)")
+            }
+            if textOnly {
+                _ = FileDescriptor(rawValue: 1).writeAll(Array((presentation + "\n").utf8))
+                return ExitCode.success.rawValue
+            }
+            return try show(presentation, out: out, ecc: ecc, scale: scale)
+        } catch {
+            return usageError(error.message)
+        }
+    }
+
+    /// The pass's text from a file or stdin: one line, at most a pass's size.
+    static func readPass(_ path: String) throws(UsageError) -> String {
+        var bytes: [UInt8] = []
+        if path == "-" {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while bytes.count <= 8192 {
+                let n = chunk.withUnsafeMutableBytes { FileDescriptor(rawValue: 0).read(into: $0) }
+                switch n {
+                case .success(0): chunk = []
+                case .success(let count): bytes += chunk[0..<count]
+                case .failure(let e): throw UsageError("--pass -: cannot read stdin: \(e)")
+                }
+                if chunk.isEmpty { break }
+            }
+        } else {
+            do throws(BoundedFileError) {
+                bytes = try BoundedFile.readAll(path: path, limit: FileSizeLimit(bytes: 8192, kind: "pass files"))
+            } catch {
+                throw UsageError("--pass \(error)")
+            }
+        }
+        var text = String(decoding: bytes, as: UTF8.self)
+        while let last = text.last, last == "\n" || last == "\r" || last == " " { text.removeLast() }
+        guard !text.isEmpty, text.utf8.count <= 4096, !text.contains("\n") else {
+            throw UsageError("--pass \(path): expected one pass of 1 to 4096 characters on one line (as issue --text writes it)")
+        }
+        return text
     }
 
     /// The QR symbol for a pass: libqrencode's mode optimisation (base45 goes in alphanumeric mode), at

@@ -20,6 +20,9 @@ public struct PassRequest: Sendable {
     public var status: StatusReference?
     /// The pass's group in the site policy (`grp`), when it has one.
     public var group: String? = nil
+    /// The holder's public key (`cnf.jwk`, RFC 7800): the pass is then accepted only in a fresh
+    /// presentation signed by it (credential-holder-binding). JWT only.
+    public var holderKey: PublicKey? = nil
 
     public init(format: CredentialFormat, number: String, lifetimeSeconds: Int64, audience: String? = nil,
                 issuer: String? = nil, keyID: String? = nil, oneTime: Bool = false, now: Int64, status: StatusReference? = nil) {
@@ -63,10 +66,17 @@ public enum PassIssuer {
                 claims.append(("status", JSONText.object([("status_list", JSONText.object([("idx", String(s.index)), ("uri", JSONText.string(s.uri))]))])))
             }
             if let g = request.group { claims.append(("grp", JSONText.string(g))) }
+            if let holder = request.holderKey {
+                let jwk = JSONText.object(try holder.jwkMembers().map { ($0.0, JSONText.string($0.1)) })
+                claims.append(("cnf", JSONText.object([("jwk", jwk)])))
+            }
             let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(JSONText.object(claims).utf8))
             let signature = try key.sign(Array(input.utf8))
             return input + "." + Base64.urlEncode(signature)
         case .cwt:
+            guard request.holderKey == nil else {
+                throw CryptoError("pass", "--holder-key", "holder-bound passes are SD-JWT (--format jwt); the CWT form is not built yet")
+            }
             let protected = CBORValue.map(CBORMap([
                 (.int(COSESign1.Label.alg), .int(key.algorithm.coseValue)),
                 (.int(COSESign1.Label.kid), .bytes(Array(kid.utf8))),
@@ -87,5 +97,28 @@ public enum PassIssuer {
             let message = CBORValue.tagged(COSESign1.sign1Tag, .array([.bytes(protected), .map(CBORMap()), .bytes(payload), .bytes(signature)]))
             return COSESign1.prefix + Base45.encode(message.encoded)
         }
+    }
+}
+
+/// Presentations of holder-bound passes (SD-JWT with Key Binding, RFC 9901 §4.3): for tests, the bench,
+/// and a site without a wallet app. A phone makes them itself (deploy/wallet, or any SD-JWT library).
+public enum PresentationMaker {
+    /// `<pass>~<disclosures>~<KB-JWT>`: a plain JWT pass gets a `~`; an SD-JWT issuance (`JWT~D1~…~`) is
+    /// presented with every disclosure it carries. The KB-JWT has typ kb+jwt, the holder key's alg, and
+    /// iat `now`, aud, a random nonce and sd_hash over what precedes it.
+    public static func present(_ pass: String, holderKey: PrivateKey, audience: String, now: Int64,
+                               nonce: String? = nil) throws(CryptoError) -> String {
+        var head = pass
+        while head.hasSuffix("\n") || head.hasSuffix("\r") || head.hasSuffix(" ") { head.removeLast() }
+        if !head.hasSuffix("~") { head += "~" }
+        let digest = try CryptoDigest.sha256(Array(head.utf8))
+        let header = JSONText.object([("alg", JSONText.string(holderKey.algorithm.joseName)), ("typ", JSONText.string("kb+jwt"))])
+        var chosenNonce = nonce ?? ""
+        if nonce == nil { chosenNonce = Base64.urlEncode(try CryptoDigest.randomBytes(12)) }
+        let claims = JSONText.object([("iat", String(now)), ("aud", JSONText.string(audience)), ("nonce", JSONText.string(chosenNonce)),
+                                      ("sd_hash", JSONText.string(Base64.urlEncode(digest)))])
+        let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(claims.utf8))
+        let signature = try holderKey.sign(Array(input.utf8))
+        return head + input + "." + Base64.urlEncode(signature)
     }
 }

@@ -72,6 +72,25 @@ public enum KeyGeneration {
         return Written(keyID: kid, privateKeyFile: privatePath, jwksFile: jwksPath, keysInSet: entries.count)
     }
 
+    /// A holder's public key (issue --holder-key): a PEM public key, not writable by others; or a private
+    /// key from keygen (mode 0600), whose public half is taken.
+    public static func loadHolderPublicKey(_ path: String) throws(KeyFileError) -> PublicKey {
+        let bytes = try KeyFileReader.read(path, .publicKey)
+        if CredentialKeySet.occurrences(of: Array("PRIVATE KEY-----".utf8), in: bytes) > 0 {
+            let key = try loadPrivateKey(path)
+            do throws(CryptoError) {
+                return try key.publicKey()
+            } catch {
+                throw KeyFileError(file: path, error.detail)
+            }
+        }
+        do throws(CryptoError) {
+            return try PublicKey.fromPEM(bytes, subject: path)
+        } catch {
+            throw KeyFileError(file: path, error.detail)
+        }
+    }
+
     /// Loads an unencrypted PEM private key (issue --key): mode 0600 or 0400, owned by root or this user.
     public static func loadPrivateKey(_ path: String) throws(KeyFileError) -> PrivateKey {
         let bytes = try KeyFileReader.read(path, .privateKey)

@@ -113,7 +113,7 @@ final class CredentialCommandTests: XCTestCase {
         try FileManager.default.copyItem(atPath: jwks, toPath: writable)
         chmod(writable, 0o666)
         let cases: [([String], String)] = [
-            (["credential"], "scangate: credential needs keygen, issue or verify"),
+            (["credential"], "scangate: credential needs keygen, issue, present or verify"),
             (["credential", "sign"], "scangate: credential: unknown subcommand 'sign'"),
             (["credential", "keygen"], "scangate: credential keygen needs --out DIR"),
             (["credential", "keygen", "--out", dir + "/k", "--algorithm", "rsa"], "scangate: --algorithm: 'rsa' is not ed25519 or es256"),

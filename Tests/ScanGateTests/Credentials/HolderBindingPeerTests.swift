@@ -122,6 +122,52 @@ final class HolderBindingPeerTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("holder binding accept (window 30 s, \(dir)/replay)"), result.stderr)
     }
 
+    /// `credential issue --holder-key` and `credential present` make what the reference verifier accepts,
+    /// and what the kiosk accepts once.
+    func testOurPassesAndPresentationsVerifyWithTheReferenceImplementation() throws {
+        XCTAssertEqual(try ScangateProcess.run(["credential", "keygen", "--out", dir + "/site", "--kid", "site"]).status, 0)
+        let jwks = dir + "/site/credential-keys.jwks"
+        for algorithm in ["es256", "ed25519"] {
+            let phone = dir + "/phone-" + algorithm
+            XCTAssertEqual(try ScangateProcess.run(["credential", "keygen", "--out", phone, "--kid", "phone", "--algorithm", algorithm]).status, 0)
+            let issued = try ScangateProcess.run(["credential", "issue", "--key", dir + "/site/site.key", "--kid", "site", "--holder-key", phone + "/phone.key",
+                                                  "--number", "8010", "--ttl", "30d", "--aud", "north", "--format", "jwt", "--text"])
+            XCTAssertEqual(issued.status, 0, issued.stderr)
+            try TestFiles.write(issued.stdoutText, to: dir + "/pass.txt")
+            let presented = try ScangateProcess.run(["credential", "present", "--pass", dir + "/pass.txt", "--holder-key", phone + "/phone.key",
+                                                     "--aud", "north", "--nonce", "n-1", "--text"])
+            XCTAssertEqual(presented.status, 0, presented.stderr)
+            let presentation = presented.stdoutText.trimmingCharacters(in: .newlines)
+            // sd-jwt 0.10.4's verifier checks key-binding JWTs with ES256 only (its DEFAULT_SIGNING_ALG, not a
+            // parameter), so an Ed25519 holder's presentation is checked by the kiosk alone below.
+            if algorithm == "es256" {
+                let byReference = try PythonPeers.run("sdjwt_peer.py", ["verify", jwks, presentation, "north", "n-1"])
+                XCTAssertEqual(byReference.status, 0, "\(algorithm): \(byReference.stdout)")
+                XCTAssertEqual(try JSONValue.parse(byReference.stdout.trimmingCharacters(in: .newlines))["sub"]?.stringValue, "8010")
+                // The reference verifier refuses it for another door and another nonce: the checks are real.
+                XCTAssertEqual(try PythonPeers.run("sdjwt_peer.py", ["verify", jwks, presentation, "south", "n-1"]).status, 1)
+                XCTAssertEqual(try PythonPeers.run("sdjwt_peer.py", ["verify", jwks, presentation, "north", "n-2"]).status, 1)
+            }
+            let verify = ["credential", "verify", presentation, "--credential-keys", jwks, "--credential-audience", "north",
+                          "--credential-holder-binding", "require", "--credential-replay-store", dir + "/replay-" + algorithm,
+                          "--no-credential-require-synced-clock", "--json"]
+            let first = try ScangateProcess.run(verify)
+            XCTAssertEqual(first.status, 0, first.stdoutText + first.stderr)
+            let again = try ScangateProcess.run(verify)
+            XCTAssertEqual(again.status, 1)
+            XCTAssertEqual(try JSONValue.parse(again.stdoutText.trimmingCharacters(in: .newlines))["reason"]?.stringValue, "presentation-replayed")
+        }
+        // Bad input: one line on stderr, exit 2.
+        let cwt = try ScangateProcess.run(["credential", "issue", "--key", dir + "/site/site.key", "--holder-key", dir + "/phone-es256/phone.key",
+                                           "--number", "1", "--ttl", "1d", "--format", "cwt", "--text"])
+        XCTAssertEqual(cwt.status, 2)
+        XCTAssertEqual(cwt.stderr.split(separator: "\n").count, 1, cwt.stderr)
+        XCTAssertTrue(cwt.stderr.contains("--format jwt"), cwt.stderr)
+        let noDoor = try ScangateProcess.run(["credential", "present", "--pass", dir + "/pass.txt", "--holder-key", dir + "/phone-es256/phone.key"])
+        XCTAssertEqual(noDoor.status, 2)
+        XCTAssertTrue(noDoor.stderr.contains("--aud DOOR"), noDoor.stderr)
+    }
+
     func testSettingsNeedADoorAndAJWTFormat() {
         var s = CredentialFixtures.settings(.any, audience: nil)
         s.holderBinding = .accept

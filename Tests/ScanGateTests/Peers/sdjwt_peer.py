@@ -6,6 +6,10 @@
                               presentations with a key-binding JWT, each with the verdict a kiosk with
                               credential-audience "north" and credential-holder-binding accept must give.
                               A case with "require" set gives that verdict under holder-binding require.
+  sdjwt_peer.py verify JWKS PRESENTATION AUD NONCE
+                              verifies a presentation ScanGate made (credential issue --holder-key, credential
+                              present) with the reference verifier: prints the disclosed claims as JSON, or
+                              "refused: ..." and exits 1
 """
 import json, os, sys, time
 
@@ -88,9 +92,31 @@ def cases(directory):
     print(json.dumps({"jwks": jwks_path, "cases": out}))
 
 
+def verify(jwks_path, presentation, aud, nonce):
+    from sd_jwt.verifier import SDJWTVerifier
+    with open(jwks_path) as f:
+        keys = [JWK(**k) for k in json.load(f)["keys"]]
+
+    def issuer_key(issuer, header):
+        wanted = header.get("kid")
+        for k in keys:
+            if wanted is None or k.get("kid") == wanted:
+                return k
+        raise ValueError("no key for kid %r" % wanted)
+
+    try:
+        verified = SDJWTVerifier(presentation, issuer_key, aud, nonce).get_verified_payload()
+    except Exception as e:  # the reference verifier raises plain exceptions for every refusal
+        print("refused: %s" % e)
+        sys.exit(1)
+    print(json.dumps(verified))
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "cases":
         cases(sys.argv[2])
+    elif len(sys.argv) == 6 and sys.argv[1] == "verify":
+        verify(*sys.argv[2:])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
