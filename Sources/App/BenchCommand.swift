@@ -27,7 +27,8 @@ enum BenchCommand {
           wiegand      the transmitter's pulse widths and bit intervals on an in-memory chip (20-100 us,
                        200 us-20 ms), min/p50/p99/max
           credentials  signed-pass verification per pass (JWT/CWT, Ed25519/ES256), p50/p99, beside one
-                       full zbar pass (target p99 < 2 ms), and a one-time consume (append + fdatasync)
+                       full zbar pass (target p99 < 2 ms), a holder-bound presentation (pass + key-binding
+                       JWT, target p99 < 0.1x a zbar pass), and a one-time consume (append + fdatasync)
           camera-tamper  one look of the scene watch at a frame, thread CPU p50/p99 beside one zbar pass
                        (target p99 < 2%; it looks every 200 ms on the capture thread)
           mqtt         event -> PUBACK p50/p99 against Debian's mosquitto on 127.0.0.1 (started here);

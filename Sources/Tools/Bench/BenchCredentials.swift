@@ -18,6 +18,9 @@ public struct CredentialBenchFigures: Sendable {
     }
 
     public var measures: [Measure] = []
+    /// Holder-bound presentations (the pass and the holder's key-binding JWT): issue 22's target is a p99
+    /// under a tenth of one zbar pass.
+    public var presentations: [Measure] = []
 
     /// Revocation at a site's scale: a 1,000,000-entry Token Status List (1 bit, 1% revoked).
     public struct StatusListFigures: Sendable {
@@ -41,7 +44,8 @@ public struct CredentialBenchFigures: Sendable {
     /// Rows for `scangate bench`. Target: the p99 stays under 2 ms, a tenth of one ~20 ms zbar pass
     /// on a 640x480 frame (docs: stack.md); the lead puts the zbar figure beside it.
     public func rows(zbarPassMilliseconds: Double? = nil) -> [BenchReport.Row] {
-        passRows(zbarPassMilliseconds: zbarPassMilliseconds) + statusListRows(zbarPassMilliseconds: zbarPassMilliseconds)
+        passRows(zbarPassMilliseconds: zbarPassMilliseconds) + presentationRows(zbarPassMilliseconds: zbarPassMilliseconds)
+            + statusListRows(zbarPassMilliseconds: zbarPassMilliseconds)
     }
 
     /// Issue 21's target: deciding a read against the list stays under 5% of one zbar pass (p99).
@@ -64,6 +68,16 @@ public struct CredentialBenchFigures: Sendable {
             BenchReport.Row(name: "status list lookup alone", measured: "p50 \(micro(s.lookup.at(50))), p99 \(micro(s.lookup.at(99)))",
                             target: "(part of the above)", pass: nil),
         ].compactMap { $0 }
+    }
+
+    func presentationRows(zbarPassMilliseconds zbar: Double?) -> [BenchReport.Row] {
+        presentations.map { m in
+            let p50 = m.times.at(50), p99 = m.times.at(99)
+            var measured = "p50 \(Int((p50 * 1000).rounded())) us, p99 \(Int((p99 * 1000).rounded())) us"
+            if let zbar, zbar > 0 { measured += " (\(fmt(p99 / zbar, 3))x a zbar pass)" }
+            return BenchReport.Row(name: m.name + " (\(m.passLength) chars)", measured: measured, target: "p99 < 0.1x a zbar pass",
+                                   pass: zbar.map { $0 > 0 && p99 < 0.1 * $0 })
+        }
     }
 
     func passRows(zbarPassMilliseconds: Double?) -> [BenchReport.Row] {
@@ -114,6 +128,28 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
             guard case .success = result else { throw CryptoError("bench", name, "the pass did not verify: \(result)") }
         }
         figures.measures.append(.init(name: name, times: Percentiles(times), passLength: bytes.count))
+    }
+    // Holder binding: the pass (Ed25519, cnf) and the holder's key-binding JWT, as a phone presents it.
+    var holderSettings = settings
+    holderSettings.audience = "north"
+    holderSettings.holderBinding = .accept
+    let holderVerifier = CredentialVerifier(settings: holderSettings, keys: keys)
+    for (name, holder) in [("credential verify: presentation, ES256 holder", try PrivateKey.generate(.es256)),
+                           ("credential verify: presentation, Ed25519 holder", try PrivateKey.generate(.ed25519))] {
+        var request = PassRequest(format: .jwt, number: "12345678", lifetimeSeconds: 30 * 86400, audience: "north", keyID: edID, now: now)
+        request.holderKey = try holder.publicKey()
+        let pass = try PassIssuer.issue(request, key: ed)
+        let bytes = Array(try PresentationMaker.present(pass, holderKey: holder, audience: "north", now: now).utf8)
+        for _ in 0..<50 { _ = holderVerifier.verify(bytes, now: now) }
+        var times: [Double] = []
+        times.reserveCapacity(iterations)
+        for _ in 0..<iterations {
+            let start = BenchClock.wallMilliseconds()
+            let result = holderVerifier.verify(bytes, now: now)
+            times.append(BenchClock.wallMilliseconds() - start)
+            guard case .success = result else { throw CryptoError("bench", name, "the presentation did not verify: \(result)") }
+        }
+        figures.presentations.append(.init(name: name, times: Percentiles(times), passLength: bytes.count))
     }
     // One-time use: append one record and fdatasync it, per accepted pass.
     var template = Array((storeDirectory + "/scangate-bench-XXXXXX").utf8CString)

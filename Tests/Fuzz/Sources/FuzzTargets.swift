@@ -42,6 +42,8 @@ enum FuzzTargets {
         FuzzTarget(name: "osdpout", summary: "osdp_OUT record parser (OSDPOutputControl), OSTATR levels", run: OSDPOutputFuzz.run),
         FuzzTarget(name: "jws", summary: "JWS compact parser, JWT claims, verifier (nothing verifies)", run: CredentialFuzz.jws,
                    mustReach: CredentialFuzz.steps, reach: CredentialFuzz.jwsReach),
+        FuzzTarget(name: "sdjwt", summary: "SD-JWT presentations: splitter, disclosures, key-binding claims, cnf keys, holder-binding verifier (nothing verifies)",
+                   run: PresentationFuzz.run, mustReach: PresentationFuzz.steps, reach: PresentationFuzz.reach),
         FuzzTarget(name: "base45", summary: "Base45 decode/encode (RFC 9285)", run: CredentialFuzz.base45),
         FuzzTarget(name: "cose", summary: "CBOR decoder, COSE_Sign1 and CWT claims, verifier", run: CredentialFuzz.cose,
                    mustReach: CredentialFuzz.steps, reach: CredentialFuzz.coseReach),

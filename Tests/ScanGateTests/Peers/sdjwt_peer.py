@@ -6,6 +6,9 @@
                               presentations with a key-binding JWT, each with the verdict a kiosk with
                               credential-audience "north" and credential-holder-binding accept must give.
                               A case with "require" set gives that verdict under holder-binding require.
+  sdjwt_peer.py seeds DIR      writes the sdjwt fuzz target's seeds to DIR (passes valid at the target's fixed
+                              time 1800000000 whose presentations are an hour old, for another door, or by
+                              another key) and prints the issuer's JWKS for Tests/Fuzz/Sources
   sdjwt_peer.py verify JWKS PRESENTATION AUD NONCE
                               verifies a presentation ScanGate made (credential issue --holder-key, credential
                               present) with the reference verifier: prints the disclosed claims as JSON, or
@@ -15,6 +18,7 @@ import json, os, sys, time
 
 from jwcrypto.jwk import JWK
 import sd_jwt.holder
+import sd_jwt.issuer
 from sd_jwt.common import SDObj
 from sd_jwt.holder import SDJWTHolder
 from sd_jwt.issuer import SDJWTIssuer
@@ -92,6 +96,35 @@ def cases(directory):
     print(json.dumps({"jwks": jwks_path, "cases": out}))
 
 
+def seeds(directory):
+    at = 1800000000
+    site = JWK.generate(kty="OKP", crv="Ed25519", kid="sd-site")
+    phone = JWK.generate(kty="EC", crv="P-256")
+    phone_ed = JWK.generate(kty="OKP", crv="Ed25519")
+    thief = JWK.generate(kty="EC", crv="P-256")
+    claims = {"iss": "https://hq.example", "sub": "8001", "aud": "north", "iat": at - 86400, "exp": at + 86400}
+    bound = issue(site, dict(claims), holder_key=phone)
+    bound_ed = issue(site, dict(claims, sub="8002"), holder_key=phone_ed)
+    disclosed = issue(site, dict(claims, **{}) | {SDObj("grp"): "staff", SDObj("name"): "Ada",
+                                                   "roles": [SDObj("in"), "out"]}, holder_key=phone, decoys=True)
+    bearer = issue(site, dict(claims, sub="8003"))
+    out = {
+        "stale-p256": present(bound, phone, iat=at - 3600),
+        "stale-ed25519": present(bound_ed, phone_ed, iat=at - 3600),
+        "stale-disclosed": present(disclosed, phone, disclose={"grp": True, "roles": [True, True]}, iat=at - 3600),
+        "other-door": present(bound, phone, aud="south", iat=at),
+        "other-key": present(bound, thief, iat=at),
+        "bare-pass": bound,
+        "bearer-sd-jwt": bearer,
+    }
+    for name, text in out.items():
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(text)
+    public = json.loads(site.export_public())
+    public["kid"] = "sd-site"
+    print(json.dumps({"keys": [public]}))
+
+
 def verify(jwks_path, presentation, aud, nonce):
     from sd_jwt.verifier import SDJWTVerifier
     with open(jwks_path) as f:
@@ -115,6 +148,8 @@ def verify(jwks_path, presentation, aud, nonce):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "cases":
         cases(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "seeds":
+        seeds(sys.argv[2])
     elif len(sys.argv) == 6 and sys.argv[1] == "verify":
         verify(*sys.argv[2:])
     else:
