@@ -196,9 +196,6 @@ enum CredentialCommand {
                 throw UsageError("--key " + error.description)
             }
             if let holderKeyFile {
-                guard request.format == .jwt else {
-                    throw UsageError("--holder-key: holder-bound passes are SD-JWT; add --format jwt (the CWT form is not built yet)")
-                }
                 do throws(KeyFileError) {
                     request.holderKey = try KeyGeneration.loadHolderPublicKey(holderKeyFile)
                 } catch {

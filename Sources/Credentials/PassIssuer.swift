@@ -74,9 +74,6 @@ public enum PassIssuer {
             let signature = try key.sign(Array(input.utf8))
             return input + "." + Base64.urlEncode(signature)
         case .cwt:
-            guard request.holderKey == nil else {
-                throw CryptoError("pass", "--holder-key", "holder-bound passes are SD-JWT (--format jwt); the CWT form is not built yet")
-            }
             let protected = CBORValue.map(CBORMap([
                 (.int(COSESign1.Label.alg), .int(key.algorithm.coseValue)),
                 (.int(COSESign1.Label.kid), .bytes(Array(kid.utf8))),
@@ -92,11 +89,29 @@ public enum PassIssuer {
                 claims.append((.int(COSESign1.Claim.status), .map(CBORMap([(.text("status_list"), reference)]) ?? CBORMap())))
             }
             if let g = request.group { claims.append((.text("grp"), .text(g))) }
+            if let holder = request.holderKey {
+                claims.append((.int(COSESign1.Claim.cnf), .map(CBORMap([(.int(1), .map(try coseKey(holder)))]) ?? CBORMap())))
+            }
             let payload = CBORValue.map(CBORMap(claims) ?? CBORMap()).encoded
             let signature = try key.sign(COSESign1.sigStructure(protected: protected, payload: payload))
             let message = CBORValue.tagged(COSESign1.sign1Tag, .array([.bytes(protected), .map(CBORMap()), .bytes(payload), .bytes(signature)]))
             return COSESign1.prefix + Base45.encode(message.encoded)
         }
+    }
+}
+
+extension PassIssuer {
+    /// A public key as a COSE_Key (RFC 9052 §7): kty 1 OKP crv 6 Ed25519 x, or kty 2 EC2 crv 1 P-256 x y.
+    static func coseKey(_ key: PublicKey) throws(CryptoError) -> CBORMap {
+        var x: [UInt8] = [], y: [UInt8] = []
+        for (name, value) in try key.jwkMembers() {
+            if name == "x" { x = Base64.urlDecode(value) ?? [] }
+            if name == "y" { y = Base64.urlDecode(value) ?? [] }
+        }
+        let pairs: [(CBORValue, CBORValue)] = key.algorithm == .ed25519
+            ? [(.int(1), .int(1)), (.int(-1), .int(6)), (.int(-2), .bytes(x))]
+            : [(.int(1), .int(2)), (.int(-1), .int(1)), (.int(-2), .bytes(x)), (.int(-3), .bytes(y))]
+        return CBORMap(pairs) ?? CBORMap()
     }
 }
 
@@ -110,6 +125,7 @@ public enum PresentationMaker {
                                nonce: String? = nil) throws(CryptoError) -> String {
         var head = pass
         while head.hasSuffix("\n") || head.hasSuffix("\r") || head.hasSuffix(" ") { head.removeLast() }
+        if head.hasPrefix(COSESign1.prefix) { return try presentCWT(head, holderKey: holderKey, audience: audience, now: now, nonce: nonce) }
         if !head.hasSuffix("~") { head += "~" }
         let digest = try CryptoDigest.sha256(Array(head.utf8))
         let header = JSONText.object([("alg", JSONText.string(holderKey.algorithm.joseName)), ("typ", JSONText.string("kb+jwt"))])
@@ -120,5 +136,25 @@ public enum PresentationMaker {
         let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(claims.utf8))
         let signature = try holderKey.sign(Array(input.utf8))
         return head + input + "." + Base64.urlEncode(signature)
+    }
+
+    /// `SG2:` + base45 of [pass, proof]: the proof a COSE_Sign1 by the holder key over {3: aud, 6: iat,
+    /// 7: nonce} with the pass's SHA-256 as external_aad (see CWTPresentation).
+    static func presentCWT(_ pass: String, holderKey: PrivateKey, audience: String, now: Int64, nonce: String?) throws(CryptoError) -> String {
+        let passBytes: [UInt8]
+        do throws(Base45.DecodeError) {
+            passBytes = try Base45.decode(Array(pass.utf8)[COSESign1.prefixBytes.count...])
+        } catch {
+            throw CryptoError("presentation", "--pass", "not base45 after \(COSESign1.prefix): \(error)")
+        }
+        var nonceBytes = Array((nonce ?? "").utf8)
+        if nonce == nil { nonceBytes = try CryptoDigest.randomBytes(8) }
+        let claims = CBORValue.map(CBORMap([(.int(COSESign1.Claim.aud), .text(audience)), (.int(COSESign1.Claim.iat), .int(now)),
+                                            (.int(COSESign1.Claim.cti), .bytes(nonceBytes))]) ?? CBORMap()).encoded
+        let protected = CBORValue.map(CBORMap([(.int(COSESign1.Label.alg), .int(holderKey.algorithm.coseValue))]) ?? CBORMap()).encoded
+        let aad = try CryptoDigest.sha256(passBytes)
+        let signature = try holderKey.sign(COSESign1.sigStructure(protected: protected, payload: claims, externalAAD: aad))
+        let proof = CBORValue.tagged(COSESign1.sign1Tag, .array([.bytes(protected), .map(CBORMap()), .bytes(claims), .bytes(signature)])).encoded
+        return CWTPresentation.prefix + Base45.encode(CBORValue.array([.bytes(passBytes), .bytes(proof)]).encoded)
     }
 }

@@ -51,7 +51,7 @@ extension OptionTable {
                    apply: { s, v in s.credential.replayStore = v.trimmingSpaces },
                    show: { $0.credential.replayStore }),
         OptionSpec("credential-holder-binding", .credential, .value(placeholder: "MODE"), default: "off",
-                   help: "passes bound to a phone's key (cnf, SD-JWT key binding): off (a pass with cnf is refused), accept (a pass with cnf only in a fresh presentation signed by its holder; others as bearer passes), require (every pass in such a presentation); needs credential-audience, the door a presentation names",
+                   help: "passes bound to a phone's key (cnf): off (a pass with cnf is refused), accept (a pass with cnf only in a fresh presentation signed by its holder, SD-JWT key binding or SG2:; others as bearer passes), require (every pass in such a presentation); needs credential-audience, the door a presentation names",
                    apply: { s, v in s.credential.holderBinding = try wrap { () throws(UsageError) in try CredentialSettings.parseHolderBinding(v) } },
                    show: { $0.credential.holderBinding.rawValue }),
         OptionSpec("credential-presentation-window-s", .credential, .value(placeholder: "S"), default: "30",

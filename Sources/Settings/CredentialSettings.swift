@@ -176,9 +176,6 @@ public struct CredentialSettings: SettingsSection {
             throw UsageError("--credential-presentation-window-s: \(presentationWindowSeconds) is not a whole number from 5 to 300")
         }
         if holderBinding != .off {
-            guard format != .cwt else {
-                throw UsageError("--credential-holder-binding \(holderBinding.rawValue): holder-bound passes are SD-JWT presentations; set --credential-format to jwt or any")
-            }
             guard audience != nil else {
                 throw UsageError("--credential-holder-binding \(holderBinding.rawValue) needs --credential-audience: a presentation names the door it is for (its aud)")
             }

@@ -32,6 +32,8 @@ public enum COSESign1 {
         public static let nbf: Int64 = 5
         public static let iat: Int64 = 6
         public static let cti: Int64 = 7
+        /// cnf (RFC 8747): the holder's key.
+        public static let cnf: Int64 = 8
         /// status (draft-ietf-oauth-status-list, Referenced Token in CWT format).
         public static let status: Int64 = 65535
         /// status_list (draft-ietf-oauth-status-list, Status List Token in CWT format).
@@ -39,7 +41,7 @@ public enum COSESign1 {
         /// ttl (draft-ietf-oauth-status-list, Status List Token in CWT format).
         public static let ttl: Int64 = 65534
 
-        static let names: [Int64: String] = [1: "iss", 2: "sub", 3: "aud", 4: "exp", 5: "nbf", 6: "iat", 7: "cti"]
+        static let names: [Int64: String] = [1: "iss", 2: "sub", 3: "aud", 4: "exp", 5: "nbf", 6: "iat", 7: "cti", 8: "cnf"]
 
         /// The map key credential-number-claim names: a registered claim name (`sub` is 2), an integer
         /// label written as digits (`-65537`), or a text key as is.
@@ -85,7 +87,7 @@ public enum COSESign1 {
 
     /// A tagged COSE_Sign1 (tag 18, within tag 61 when `limits` allows it) from its CBOR bytes: what the
     /// signature covers and what selects the key; nothing in the claims is read.
-    static func message(_ bytes: [UInt8], limits: Limits) throws(Refusal) -> ParsedToken {
+    static func message(_ bytes: [UInt8], limits: Limits, externalAAD: [UInt8] = []) throws(Refusal) -> ParsedToken {
         let item: CBORValue
         do throws(CBORError) {
             item = try CBORValue.decode(bytes, maxBytes: limits.maxBytes, maxDepth: 8, maxItems: limits.maxItems)
@@ -148,7 +150,7 @@ public enum COSESign1 {
             }
         }
         var parsed = ParsedToken(format: .cwt, algorithmName: "COSE \(algValue)", algorithm: algorithm, keyID: keyID,
-                                 keyIDIsText: keyIDIsText, signingInput: sigStructure(protected: protectedBytes, payload: claimsBytes),
+                                 keyIDIsText: keyIDIsText, signingInput: sigStructure(protected: protectedBytes, payload: claimsBytes, externalAAD: externalAAD),
                                  signature: signature, payload: claimsBytes)
         let typ = protected[Label.typ] ?? unprotected[Label.typ]
         parsed.type = typ?.textValue
@@ -158,8 +160,8 @@ public enum COSESign1 {
     }
 
     /// Sig_structure (RFC 9052 §4.4): ["Signature1", body_protected, external_aad (empty), payload].
-    static func sigStructure(protected: [UInt8], payload: [UInt8]) -> [UInt8] {
-        CBORValue.array([.text("Signature1"), .bytes(protected), .bytes([]), .bytes(payload)]).encoded
+    static func sigStructure(protected: [UInt8], payload: [UInt8], externalAAD: [UInt8] = []) -> [UInt8] {
+        CBORValue.array([.text("Signature1"), .bytes(protected), .bytes(externalAAD), .bytes(payload)]).encoded
     }
 
     static func describe(_ value: CBORValue) -> String {
@@ -262,10 +264,12 @@ public enum COSESign1 {
     /// Names are kept apart here by Unicode equivalence (`Set<String>`), more strictly than the map's keys
     /// (by bytes): "cafe\u{301}" after "caf\u{e9}" becomes "cafe\u{301}~2", so that a reader of the JSON
     /// that normalises names does not see one name twice. Only what is shown changes; claims are read from the map.
-    static func json(_ map: CBORMap) -> String {
+    /// Only the claims map's own labels are claim names (`top`): a nested map (cnf's COSE_Key) shows its
+    /// integer labels as numbers.
+    static func json(_ map: CBORMap, top: Bool = true) -> String {
         var used = Set<String>()
         return JSONText.object(map.entries.map { entry in
-            let base = jsonName(entry.key)
+            let base = top ? jsonName(entry.key) : (entry.key.int64.map { String($0) } ?? jsonName(entry.key))
             var key = base
             var n = 2
             while used.contains(key) {
@@ -295,7 +299,7 @@ public enum COSESign1 {
         case .bytes(let b): return JSONText.string(Hex.string(b, lowercase: true))
         case .text(let t): return JSONText.string(t)
         case .array(let a): return "[" + a.map { json($0) }.joined(separator: ",") + "]"
-        case .map(let m): return json(m)
+        case .map(let m): return json(m, top: false)
         case .tagged(let tag, let v): return JSONText.object([("tag", String(tag)), ("value", json(v))])
         case .bool(let b): return b ? "true" : "false"
         case .null, .undefined: return "null"

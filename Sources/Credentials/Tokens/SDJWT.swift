@@ -237,3 +237,106 @@ struct KeyBindingClaims {
         return KeyBindingClaims(issuedAt: iat, audience: aud, nonce: nonce, sdHash: hash)
     }
 }
+
+/// A CWT presentation: `SG2:` + base45 of a CBOR array of two byte strings, the pass (the tagged
+/// COSE_Sign1 an `SG1:` code carries) and the holder's proof, a COSE_Sign1 by the key the pass's cnf
+/// names (RFC 8747) whose claims are aud (3, the door), iat (6) and cti (7, a nonce), signed with the
+/// SHA-256 of the pass as external_aad, so the proof is for that pass alone.
+///
+/// Why a prefix of its own: a kiosk tells a bare pass (`SG1:`) from a presentation before it parses
+/// anything, an `SG1:` code with cnf can be refused as the screenshot it is, and both stay within the
+/// QR alphanumeric set. Why two byte strings: each signature covers exact bytes, and the proof's
+/// external_aad is the hash of the pass as it was shown.
+struct CWTPresentation: Sendable {
+    static let prefix = "SG2:"
+    static let prefixBytes = Array(prefix.utf8)
+    static let maxBytes = 3072
+
+    let pass: [UInt8]
+    let proof: [UInt8]
+
+    static func hasPrefix(_ payload: [UInt8]) -> Bool { payload.starts(with: prefixBytes) }
+
+    static func parse(_ payload: [UInt8]) throws(Refusal) -> CWTPresentation {
+        guard payload.count <= JWS.maxTokenBytes else {
+            throw Refusal(.malformed, "\(payload.count) bytes is longer than a presentation may be (\(JWS.maxTokenBytes))")
+        }
+        let bytes: [UInt8]
+        do throws(Base45.DecodeError) {
+            bytes = try Base45.decode(payload[prefixBytes.count...], maxBytes: maxBytes)
+        } catch {
+            throw Refusal(.malformed, "after \(prefix): \(error)")
+        }
+        let item: CBORValue
+        do throws(CBORError) {
+            item = try CBORValue.decode(bytes, maxBytes: maxBytes, maxDepth: 2, maxItems: 3)
+        } catch {
+            throw Refusal(.malformed, "the presentation: \(error)")
+        }
+        guard let parts = item.arrayValue, parts.count == 2, let pass = parts[0].bytesValue, let proof = parts[1].bytesValue else {
+            throw Refusal(.malformed, "a CWT presentation is an array of two byte strings: the pass and the holder's proof")
+        }
+        return CWTPresentation(pass: pass, proof: proof)
+    }
+
+    /// The proof's external_aad: the SHA-256 of the pass's bytes.
+    static func passHash(_ pass: [UInt8]) throws(Refusal) -> [UInt8] {
+        do throws(CryptoError) {
+            return try CryptoDigest.sha256(pass)
+        } catch {
+            throw Refusal(.malformed, "cannot hash the pass: \(error)")
+        }
+    }
+}
+
+/// The holder's proof in a CWT presentation, after its signature verified.
+struct HolderProofClaims {
+    let issuedAt: Double
+    let audience: String
+    let nonce: [UInt8]
+
+    static func parse(_ payload: [UInt8]) throws(Refusal) -> HolderProofClaims {
+        let map: CBORMap
+        do throws(CBORError) {
+            guard let parsed = try CBORValue.decode(payload, maxBytes: 512, maxDepth: 2, maxItems: 16).mapValue else {
+                throw CBORError(offset: 0, reason: "not a map")
+            }
+            map = parsed
+        } catch {
+            throw Refusal(.malformed, "the holder's proof claims: \(error)")
+        }
+        guard let aud = map[COSESign1.Claim.aud]?.textValue else { throw Refusal(.malformed, "the holder's proof has no aud (3) text (the door)") }
+        let iat: Double
+        switch map[COSESign1.Claim.iat] {
+        case .some(.unsigned(let n)): iat = Double(n)
+        case .some(.float(let d)) where d.isFinite: iat = d
+        default: throw Refusal(.malformed, "the holder's proof has no iat (6) (seconds since 1970)")
+        }
+        guard let nonce = map[COSESign1.Claim.cti]?.bytesValue, (1...64).contains(nonce.count) else {
+            throw Refusal(.malformed, "the holder's proof has no cti (7) of 1 to 64 bytes (its nonce)")
+        }
+        return HolderProofClaims(issuedAt: iat, audience: aud, nonce: nonce)
+    }
+}
+
+extension HolderKey {
+    /// cnf (CWT claim 8) holding a COSE_Key (label 1, RFC 8747 §3.2): kty 1 (OKP) crv 6 (Ed25519) x, or
+    /// kty 2 (EC2) crv 1 (P-256) x y.
+    static func parseCOSE(_ cnf: CBORValue) throws(Refusal) -> PublicKey {
+        guard let key = cnf.mapValue?[1]?.mapValue else {
+            throw Refusal(.malformed, "cnf (8) has no COSE_Key (label 1, the holder's public key, RFC 8747)")
+        }
+        let kty = key[1]?.int64, crv = key[-1]?.int64
+        guard let x = key[-2]?.bytesValue else { throw Refusal(.malformed, "the cnf COSE_Key has no x (-2) byte string") }
+        do throws(CryptoError) {
+            if kty == 1 && crv == 6 { return try PublicKey.ed25519(x: x, subject: "cnf COSE_Key") }
+            if kty == 2 && crv == 1 {
+                guard let y = key[-3]?.bytesValue else { throw CryptoError("P-256 key", "cnf COSE_Key", "no y (-3) byte string") }
+                return try PublicKey.p256(x: x, y: y, subject: "cnf COSE_Key")
+            }
+        } catch {
+            throw Refusal(.malformed, "the cnf COSE_Key is not a valid key: \(error)")
+        }
+        throw Refusal(.malformed, "the cnf COSE_Key is kty \(kty.map(String.init) ?? "?") crv \(crv.map(String.init) ?? "?"); holder keys are OKP Ed25519 (1, 6) or EC2 P-256 (2, 1)")
+    }
+}

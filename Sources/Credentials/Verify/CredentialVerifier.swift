@@ -85,6 +85,9 @@ public struct CredentialVerifier: Sendable {
     }
 
     func check(_ payload: [UInt8], now: Double) throws(Refusal) -> VerifiedPass {
+        if settings.format == .cwt || settings.format == .any, CWTPresentation.hasPrefix(payload) {
+            return try checkCWTPresentation(try CWTPresentation.parse(payload), now: now)
+        }
         if settings.format == .jwt || settings.format == .any, !COSESign1.hasPrefix(payload), let presentation = try SDJWTPresentation.split(payload) {
             return try checkPresentation(presentation, now: now)
         }
@@ -127,41 +130,71 @@ public struct CredentialVerifier: Sendable {
         guard let type = kb.type, type.bytesEqual("kb+jwt") else {
             throw Refusal(.malformed, "the key-binding JWT's typ is \(kb.type.map { Self.shown($0) } ?? "missing"); it must be kb+jwt")
         }
-        guard let algorithm = kb.algorithm, settings.algorithms.contains(algorithm) else {
-            throw Refusal(.algorithmNotAllowed, "the key-binding JWT's alg \(kb.algorithmName) is not in credential-algorithms")
-        }
-        guard algorithm == holder.algorithm else {
-            throw Refusal(.badHolderSignature, "the key-binding JWT is \(kb.algorithmName); the holder key is \(holder.algorithm.keyDescription)")
-        }
-        let valid: Bool
-        do throws(CryptoError) {
-            valid = try holder.verify(signature: kb.signature, message: kb.signingInput)
-        } catch {
-            throw Refusal(.badHolderSignature, "libcrypto could not verify the holder's signature: \(error)")
-        }
-        guard valid else { throw Refusal(.badHolderSignature, "the key-binding JWT's signature does not verify with the holder key the pass names (cnf)") }
+        try verifyHolderSignature(kb, holder: holder, what: "the key-binding JWT")
         let claims = try KeyBindingClaims.parse(kb.payload)
         guard claims.sdHash.bytesEqual(try presentation.sdHash()) else {
             throw Refusal(.badHolderSignature, "the key-binding JWT's sd_hash is for another presentation")
         }
-        guard let door = settings.audience, claims.audience.bytesEqual(door) else {
-            throw Refusal(.wrongDoor, "the presentation is for \(Self.shown(claims.audience)); this door is \(settings.audience.map { Self.shown($0) } ?? "not set (credential-audience)")")
+        pass.presentation = try checkDoorAndWindow(audience: claims.audience, issuedAt: claims.issuedAt, now: now, proof: kbBytes)
+        return pass
+    }
+
+    /// A CWT presentation (`SG2:`): the pass as any CWT pass, then the holder's proof, whose signature by
+    /// the cnf key covers the pass's hash as external_aad - bad-holder-signature; its aud - wrong-door;
+    /// its iat - stale-presentation.
+    func checkCWTPresentation(_ presentation: CWTPresentation, now: Double) throws(Refusal) -> VerifiedPass {
+        guard settings.holderBinding != .off else {
+            throw Refusal(.malformed, "a CWT presentation (\(CWTPresentation.prefix)); credential-holder-binding is off")
+        }
+        var (pass, holder) = try checkPass(try COSESign1.message(presentation.pass, limits: .pass), now: now, disclosures: nil)
+        guard let holder else {
+            if settings.holderBinding == .require {
+                throw Refusal(.holderBindingRequired, "credential-holder-binding is require and the pass names no holder key (cnf)")
+            }
+            throw Refusal(.malformed, "a holder's proof for a pass that names no holder key (cnf)")
+        }
+        let proof = try COSESign1.message(presentation.proof, limits: .pass, externalAAD: try CWTPresentation.passHash(presentation.pass))
+        try verifyHolderSignature(proof, holder: holder, what: "the holder's proof")
+        let claims = try HolderProofClaims.parse(proof.payload)
+        pass.presentation = try checkDoorAndWindow(audience: claims.audience, issuedAt: claims.issuedAt, now: now, proof: presentation.proof)
+        return pass
+    }
+
+    /// The holder's signature: the holder key's algorithm, within credential-algorithms, and valid.
+    func verifyHolderSignature(_ token: ParsedToken, holder: PublicKey, what: String) throws(Refusal) {
+        guard let algorithm = token.algorithm, settings.algorithms.contains(algorithm) else {
+            throw Refusal(.algorithmNotAllowed, "\(what)'s alg \(token.algorithmName) is not in credential-algorithms")
+        }
+        guard algorithm == holder.algorithm else {
+            throw Refusal(.badHolderSignature, "\(what) is \(token.algorithmName); the holder key is \(holder.algorithm.keyDescription)")
+        }
+        let valid: Bool
+        do throws(CryptoError) {
+            valid = try holder.verify(signature: token.signature, message: token.signingInput)
+        } catch {
+            throw Refusal(.badHolderSignature, "libcrypto could not verify the holder's signature: \(error)")
+        }
+        guard valid else { throw Refusal(.badHolderSignature, "\(what)'s signature does not verify with the holder key the pass names (cnf)") }
+    }
+
+    /// The presentation's door and time; what accepts it once (the SHA-256 of the holder's signed part).
+    func checkDoorAndWindow(audience: String, issuedAt: Double, now: Double, proof: [UInt8]) throws(Refusal) -> PresentationID {
+        guard let door = settings.audience, audience.bytesEqual(door) else {
+            throw Refusal(.wrongDoor, "the presentation is for \(Self.shown(audience)); this door is \(settings.audience.map { Self.shown($0) } ?? "not set (credential-audience)")")
         }
         let window = Double(settings.presentationWindowSeconds)
-        guard abs(now - claims.issuedAt) <= window else {
-            let ago = now - claims.issuedAt
-            throw Refusal(.stalePresentation, "made at \(Self.time(claims.issuedAt)), \(Self.whole(abs(ago))) s \(ago >= 0 ? "ago" : "ahead of this clock"); credential-presentation-window-s is \(settings.presentationWindowSeconds)")
+        guard abs(now - issuedAt) <= window else {
+            let ago = now - issuedAt
+            throw Refusal(.stalePresentation, "made at \(Self.time(issuedAt)), \(Self.whole(abs(ago))) s \(ago >= 0 ? "ago" : "ahead of this clock"); credential-presentation-window-s is \(settings.presentationWindowSeconds)")
         }
         let id: [UInt8]
         do throws(CryptoError) {
-            id = try CryptoDigest.sha256(kbBytes)
+            id = try CryptoDigest.sha256(proof)
         } catch {
             throw Refusal(.replayStoreFailed, "cannot hash the presentation: \(error)")
         }
-        let issued = claims.issuedAt.rounded(.up)
-        let until = (issued.isFinite && abs(issued) < 9e18 ? Int64(issued) : Int64.max / 2) + Int64(settings.presentationWindowSeconds) + 1
-        pass.presentation = PresentationID(digest: id, holdUntil: until)
-        return pass
+        // Within the window, so iat is within 300 s of a sane now.
+        return PresentationID(digest: id, holdUntil: Int64(issuedAt.rounded(.up)) + Int64(settings.presentationWindowSeconds) + 1)
     }
 
     /// The pass's own checks (below); returns the holder key its cnf names, if any.
@@ -191,7 +224,13 @@ public struct CredentialVerifier: Sendable {
             }
             if let cnf = object["cnf"] { holder = try HolderKey.parse(cnf) }
             claims = try JWS.claims(payload, numberClaim: settings.numberClaim)
-        case .cwt: claims = try COSESign1.claims(token.payload, numberClaim: settings.numberClaim)
+        case .cwt:
+            claims = try COSESign1.claims(token.payload, numberClaim: settings.numberClaim)
+            // COSESign1.claims read the map already: it is a map of at most 256 items.
+            if case .map(let map)? = try? CBORValue.decode(token.payload, maxBytes: COSESign1.maxBytes, maxDepth: 8, maxItems: 256),
+               let cnf = map[COSESign1.Claim.cnf] {
+                holder = try HolderKey.parseCOSE(cnf)
+            }
         }
         try checkTimes(claims, now: now)
         try checkAudienceAndIssuer(claims)

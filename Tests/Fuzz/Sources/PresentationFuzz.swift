@@ -7,7 +7,7 @@ import Settings
 enum PresentationFuzz {
     /// The issuer key of the seeds (Tests/Fuzz/corpus/sdjwt, made by `sdjwt_peer.py seeds`; its private key
     /// was not kept): their passes verify, and their presentations are then refused for the holder part.
-    static let issuerJWKS = #"{"keys": [{"crv": "Ed25519", "kid": "sd-site", "kty": "OKP", "x": "iV2JJm8SbaSFfFduNE_i1mojGqivZDL3WdaIuZccx6E"}]}"#
+    static let issuerJWKS = #"{"keys": [{"crv": "Ed25519", "kid": "sd-site", "kty": "OKP", "x": "I2Kwx2sNaGU82jcztUkguVZXfKBERckiCv4l6zXfOaQ"}]}"#
 
     static let keys: CredentialKeySet = {
         (try? CredentialKeySet.parseJWKS(Array(issuerJWKS.utf8), file: "sd-site.jwks")) ?? CredentialKeySet(keys: [], source: "none")

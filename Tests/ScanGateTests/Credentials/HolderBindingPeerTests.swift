@@ -32,8 +32,8 @@ final class HolderBindingPeerTests: XCTestCase {
         let cases: [Case]
     }
 
-    func peerCases() throws -> Cases {
-        let result = try PythonPeers.run("sdjwt_peer.py", ["cases", dir])
+    func peerCases(_ script: String = "sdjwt_peer.py") throws -> Cases {
+        let result = try PythonPeers.run(script, ["cases", dir])
         XCTAssertEqual(result.status, 0)
         return try JSONDecoder().decode(Cases.self, from: Data(result.stdout.utf8))
     }
@@ -50,8 +50,17 @@ final class HolderBindingPeerTests: XCTestCase {
     }
 
     func testReferenceImplementationPresentationsAreJudgedRight() throws {
-        let peer = try peerCases()
-        XCTAssertEqual(peer.cases.count, 15)
+        try judge(try peerCases(), count: 15)
+    }
+
+    /// The CWT form (`SG2:`), made with the `cwt` package: the pass with cnf (RFC 8747) and the holder's
+    /// COSE_Sign1 proof over the pass's hash.
+    func testCWTPackagePresentationsAreJudgedRight() throws {
+        try judge(try peerCases("cwt_holder_peer.py"), count: 9)
+    }
+
+    func judge(_ peer: Cases, count: Int) throws {
+        XCTAssertEqual(peer.cases.count, count)
         for binding in [HolderBinding.accept, .require] {
             let log = LogCapture()
             let policy = try policy(peer.jwks, binding, store: dir + "/replay-\(binding.rawValue)", log: log)
@@ -107,15 +116,27 @@ final class HolderBindingPeerTests: XCTestCase {
         let peer = try peerCases()
         func token(_ name: String) throws -> String { try XCTUnwrap(peer.cases.first { $0.name.hasPrefix(name) }?.token, name) }
         let good = try token("bound pass, P-256"), otherDoor = try token("presented for another door"), bare = try token("the pass's JWT alone")
-        let scene = try PassScene.write([good, otherDoor, good, bare], in: dir, size: 480)
+        // The CWT form from the cwt package, with its own issuer key (kid cwt-site): one JWKS holds both.
+        let cwtPeer = try peerCases("cwt_holder_peer.py")
+        let cwtGood = try XCTUnwrap(cwtPeer.cases.first { $0.name.hasPrefix("CWT pass, P-256") }?.token)
+        let cwtBare = try XCTUnwrap(cwtPeer.cases.first { $0.name.hasPrefix("the CWT pass alone") }?.token)
+        let both = try JSONValue.parse(String(decoding: try Data(contentsOf: URL(fileURLWithPath: peer.jwks)), as: UTF8.self))
+        let cwtKeys = try JSONValue.parse(String(decoding: try Data(contentsOf: URL(fileURLWithPath: cwtPeer.jwks)), as: UTF8.self))
+        let site = try XCTUnwrap(both["keys"]?.arrayValue?.first?.text), cwtSite = try XCTUnwrap(cwtKeys["keys"]?.arrayValue?.first?.text)
+        let jwks = dir + "/both.jwks"
+        try TestFiles.write("{\"keys\": [" + site + "," + cwtSite + "]}", to: jwks)
+        let scene = try PassScene.write([good, otherDoor, good, bare, cwtGood, cwtBare, cwtGood], in: dir, size: 480)
         let result = try ScangateProcess.run(["run", "--camera", "sim:" + scene, "--fast", "--hold-off-ms", "100",
-                                              "--credential-format", "any", "--credential-keys", peer.jwks, "--credential-audience", "north",
+                                              "--credential-format", "any", "--credential-keys", jwks, "--credential-audience", "north",
                                               "--credential-holder-binding", "accept", "--credential-replay-store", dir + "/replay",
                                               "--credential-require-synced-clock=no"], timeout: 120)
         XCTAssertEqual(result.status, 0, result.stderr)
         let events = try result.stdoutLines.map { try JSONValue.parse($0) }
         XCTAssertEqual(events.map { $0["rejected"]?.stringValue ?? "accepted" },
-                       ["accepted", "wrong-door", "presentation-replayed", "holder-binding-required"], result.stderr)
+                       ["accepted", "wrong-door", "presentation-replayed", "holder-binding-required",
+                        "accepted", "holder-binding-required", "presentation-replayed"], result.stderr)
+        XCTAssertEqual(events[4]["credential"]?["number"]?.stringValue, "9001")
+        XCTAssertEqual(events[4]["credential"]?["format"]?.stringValue, "cwt")
         XCTAssertEqual(events.first?["credential"]?["number"]?.stringValue, "8001")
         XCTAssertFalse(result.stdoutText.contains("~"), "no presentation reaches stdout")
         XCTAssertFalse(result.stderr.contains(good.prefix(40)), "no presentation is logged whole")
@@ -157,25 +178,38 @@ final class HolderBindingPeerTests: XCTestCase {
             XCTAssertEqual(again.status, 1)
             XCTAssertEqual(try JSONValue.parse(again.stdoutText.trimmingCharacters(in: .newlines))["reason"]?.stringValue, "presentation-replayed")
         }
+        // The CWT form: the same keys, an SG1 pass with cnf and its SG2 presentation, checked by the cwt package.
+        let cwtPass = try ScangateProcess.run(["credential", "issue", "--key", dir + "/site/site.key", "--kid", "site",
+                                               "--holder-key", dir + "/phone-es256/phone.key", "--number", "8011", "--ttl", "30d",
+                                               "--aud", "north", "--format", "cwt", "--text"])
+        XCTAssertEqual(cwtPass.status, 0, cwtPass.stderr)
+        XCTAssertTrue(cwtPass.stdoutText.hasPrefix("SG1:"))
+        try TestFiles.write(cwtPass.stdoutText, to: dir + "/pass-cwt.txt")
+        let cwtPresented = try ScangateProcess.run(["credential", "present", "--pass", dir + "/pass-cwt.txt", "--holder-key",
+                                                    dir + "/phone-es256/phone.key", "--aud", "north", "--text"])
+        XCTAssertEqual(cwtPresented.status, 0, cwtPresented.stderr)
+        let cwtPresentation = cwtPresented.stdoutText.trimmingCharacters(in: .newlines)
+        XCTAssertTrue(cwtPresentation.hasPrefix("SG2:"), cwtPresentation)
+        let byCWT = try PythonPeers.run("cwt_holder_peer.py", ["verify", jwks, cwtPresentation, "north"])
+        XCTAssertEqual(byCWT.status, 0, byCWT.stdout)
+        XCTAssertEqual(try JSONValue.parse(byCWT.stdout.trimmingCharacters(in: .newlines))["2"]?.stringValue, "8011")
+        XCTAssertEqual(try PythonPeers.run("cwt_holder_peer.py", ["verify", jwks, cwtPresentation, "south"]).status, 1)
+        let cwtVerify = ["credential", "verify", cwtPresentation, "--credential-keys", jwks, "--credential-audience", "north",
+                         "--credential-holder-binding", "require", "--credential-replay-store", dir + "/replay-cwt",
+                         "--no-credential-require-synced-clock"]
+        XCTAssertEqual(try ScangateProcess.run(cwtVerify).status, 0)
+        XCTAssertEqual(try ScangateProcess.run(cwtVerify).status, 1, "shown twice")
         // Bad input: one line on stderr, exit 2.
-        let cwt = try ScangateProcess.run(["credential", "issue", "--key", dir + "/site/site.key", "--holder-key", dir + "/phone-es256/phone.key",
-                                           "--number", "1", "--ttl", "1d", "--format", "cwt", "--text"])
-        XCTAssertEqual(cwt.status, 2)
-        XCTAssertEqual(cwt.stderr.split(separator: "\n").count, 1, cwt.stderr)
-        XCTAssertTrue(cwt.stderr.contains("--format jwt"), cwt.stderr)
         let noDoor = try ScangateProcess.run(["credential", "present", "--pass", dir + "/pass.txt", "--holder-key", dir + "/phone-es256/phone.key"])
         XCTAssertEqual(noDoor.status, 2)
         XCTAssertTrue(noDoor.stderr.contains("--aud DOOR"), noDoor.stderr)
     }
 
-    func testSettingsNeedADoorAndAJWTFormat() {
+    func testSettingsNeedADoorAndAWindowInRange() {
         var s = CredentialFixtures.settings(.any, audience: nil)
         s.holderBinding = .accept
         XCTAssertThrowsError(try s.validate()) { XCTAssertTrue("\($0)".contains("needs --credential-audience"), "\($0)") }
         s.audience = "north"
-        s.format = .cwt
-        XCTAssertThrowsError(try s.validate()) { XCTAssertTrue("\($0)".contains("jwt or any"), "\($0)") }
-        s.format = .jwt
         s.presentationWindowSeconds = 4
         XCTAssertThrowsError(try s.validate()) { XCTAssertTrue("\($0)".contains("5 to 300"), "\($0)") }
         s.presentationWindowSeconds = 30

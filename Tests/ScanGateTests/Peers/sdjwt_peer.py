@@ -26,7 +26,7 @@ from sd_jwt.issuer import SDJWTIssuer
 
 def issue(issuer_key, claims, holder_key=None, decoys=False):
     return SDJWTIssuer(claims, issuer_key, holder_key=holder_key, sign_alg="EdDSA", add_decoy_claims=decoys,
-                       extra_header_parameters={"kid": "site"}).sd_jwt_issuance
+                       extra_header_parameters={"kid": issuer_key.get("kid", "site")}).sd_jwt_issuance
 
 
 def present(issuance, holder_key, aud="north", disclose=None, alg=None, iat=None):
