@@ -43,13 +43,13 @@ enum CredentialCommand {
                  name the pass's entry in a Token Status List (the status claim; CWT 65535), so the site
                  can revoke it there. --grp GROUP names the pass's group in the site policy (policy-file),
                  whose schedule then gives its hours. --holder-key FILE (a PEM public key, or a key
-                 from keygen) binds the pass to that holder (cnf; --format jwt): a kiosk then accepts it
+                 from keygen) binds the pass to that holder (cnf, JWT or CWT): a kiosk then accepts it
                  only in a fresh presentation signed by the holder. Without --out or --text, the pass
                  is drawn in the terminal as a QR code; --out writes an image. The ECC level is the highest
                  that keeps the smallest QR version (or --ecc).
-        present  makes a presentation of a holder-bound pass for one door (SD-JWT with key binding):
-                 the pass, then a key-binding JWT signed by the holder's private key with iat now, aud DOOR,
-                 a nonce and the pass's hash. A kiosk with credential-holder-binding accepts it once, within
+        present  makes a presentation of a holder-bound pass for one door: for a JWT pass an SD-JWT
+                 with a key-binding JWT, for an SG1: pass an SG2: code (the pass and a COSE_Sign1 proof),
+                 signed by the holder's private key over iat now, aud DOOR, a nonce and the pass's hash. A kiosk with credential-holder-binding accepts it once, within
                  credential-presentation-window-s (30 s). For tests and for sites without a wallet app.
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
                  and prints the claims, or `refused: REASON`. Its settings are the daemon's [credential] keys,
