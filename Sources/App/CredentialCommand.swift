@@ -25,7 +25,8 @@ enum CredentialCommand {
                                           [--credential-leeway-s S] [--credential-max-lifetime-s S]
                                           [--credential-number-claim NAME] [--credential-one-time]
                                           [--credential-replay-store PATH] [--no-credential-require-synced-clock]
-                                          [--json]
+                                          [--credential-holder-binding off|accept|require]
+                                          [--credential-presentation-window-s S] [--json]
 
         keygen   writes a new signing key to DIR/KID.key (mode 0600) and adds its public key to
                  DIR/\(KeyGeneration.jwksName) (created, or extended so older keys stay valid). Copy only the
