@@ -50,7 +50,8 @@ enum CredentialCommand {
                  that keeps the smallest QR version (or --ecc).
         present  makes a presentation of a holder-bound pass for one door: for a JWT pass an SD-JWT
                  with a key-binding JWT, for an SG1: pass an SG2: code (the pass and a COSE_Sign1 proof),
-                 signed by the holder's private key over iat now, aud DOOR, a nonce and the pass's hash. A kiosk with credential-holder-binding accepts it once, within
+                 signed by the holder's private key over iat now, aud DOOR, a nonce and the pass's hash.
+                 A kiosk with credential-holder-binding accepts it once, within
                  credential-presentation-window-s (30 s). For tests and for sites without a wallet app.
         verify   checks passes as the daemon does (TEXT, each QR code in --image FILE, or each line of --stdin)
                  and prints the claims, or `refused: REASON`. Its settings are the daemon's [credential] keys,
