@@ -72,10 +72,27 @@ public enum KeyGeneration {
         return Written(keyID: kid, privateKeyFile: privatePath, jwksFile: jwksPath, keysInSet: entries.count)
     }
 
-    /// A holder's public key (issue --holder-key): a PEM public key, not writable by others; or a private
-    /// key from keygen (mode 0600), whose public half is taken.
+    /// A holder's public key (issue --holder-key): a PEM public key or a JWK, not writable by others; or a
+    /// private key from keygen (mode 0600), whose public half is taken.
     public static func loadHolderPublicKey(_ path: String) throws(KeyFileError) -> PublicKey {
         let bytes = try KeyFileReader.read(path, .publicKey)
+        // A JWK (what deploy/wallet shows as "Your holder key"): {"kty": "EC", "crv": "P-256", "x", "y"} or OKP Ed25519.
+        if let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }), first == UInt8(ascii: "{") {
+            let value: JSONValue
+            do throws(JSONParseError) {
+                value = try JSONValue.parse(bytes, maxBytes: 4096, maxDepth: 4)
+            } catch {
+                throw KeyFileError(file: path, "not a JWK: \(error)")
+            }
+            guard let jwk = value.objectValue, let cnf = JSONObject([("jwk", JSONValue.object(jwk))]) else {
+                throw KeyFileError(file: path, "not a JWK (a JSON object with kty, crv, x and, for P-256, y)")
+            }
+            do throws(Refusal) {
+                return try HolderKey.parse(.object(cnf))
+            } catch {
+                throw KeyFileError(file: path, "not a holder key: \(error.detail)")
+            }
+        }
         if CredentialKeySet.occurrences(of: Array("PRIVATE KEY-----".utf8), in: bytes) > 0 {
             let key = try loadPrivateKey(path)
             do throws(CryptoError) {
