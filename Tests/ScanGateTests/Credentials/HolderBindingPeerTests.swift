@@ -110,9 +110,9 @@ final class HolderBindingPeerTests: XCTestCase {
         XCTAssertTrue(log.all.contains { $0.contains("credential-presentation-window-s is 30") }, "\(log.all.suffix(2))")
     }
 
-    /// Through `scangate run` on the simulated camera: a presentation is accepted, the same one shown again
+    /// Through `scangate run` on replayed PNG frames: a presentation is accepted, the same one shown again
     /// is refused, and so are another door's presentation and the pass without its holder's signature.
-    func testPresentationsThroughScangateRun() throws {
+    func testPresentationsThroughScangateRunOnReplayedPNGFrames() throws {
         let peer = try peerCases()
         func token(_ name: String) throws -> String { try XCTUnwrap(peer.cases.first { $0.name.hasPrefix(name) }?.token, name) }
         let good = try token("bound pass, P-256"), otherDoor = try token("presented for another door"), bare = try token("the pass's JWT alone")
@@ -125,8 +125,11 @@ final class HolderBindingPeerTests: XCTestCase {
         let site = try XCTUnwrap(both["keys"]?.arrayValue?.first?.text), cwtSite = try XCTUnwrap(cwtKeys["keys"]?.arrayValue?.first?.text)
         let jwks = dir + "/both.jwks"
         try TestFiles.write("{\"keys\": [" + site + "," + cwtSite + "]}", to: jwks)
+        // Drawn by the simulator into PNG frames (480x480, 3 pixels a module), which the kiosk replays.
         let scene = try PassScene.write([good, otherDoor, good, bare, cwtGood, cwtBare, cwtGood], in: dir, size: 480)
-        let result = try ScangateProcess.run(["run", "--camera", "sim:" + scene, "--fast", "--hold-off-ms", "100",
+        let render = try ScangateProcess.run(["render", scene, "--out", dir + "/frames", "--format", "png"], timeout: 120)
+        XCTAssertEqual(render.status, 0, render.stderr)
+        let result = try ScangateProcess.run(["run", "--camera", "replay:" + dir + "/frames", "--fps", "30", "--fast", "--hold-off-ms", "100",
                                               "--credential-format", "any", "--credential-keys", jwks, "--credential-audience", "north",
                                               "--credential-holder-binding", "accept", "--credential-replay-store", dir + "/replay",
                                               "--credential-require-synced-clock=no"], timeout: 120)
