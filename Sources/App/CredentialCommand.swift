@@ -8,7 +8,7 @@ import Simulator
 import Settings
 import StillImages
 
-/// `scangate credential keygen|issue|verify`: signed passes for a small site without a server, for a
+/// `scangate credential keygen|issue|present|verify`: signed passes for a small site without a server, for a
 /// manual gate, and for tests.
 enum CredentialCommand {
     static let help = """
@@ -59,7 +59,8 @@ enum CredentialCommand {
                  override it. The format defaults to any; credential-require-synced-clock to yes.
                  --credential-one-time consumes each accepted pass in --credential-replay-store (default
                  /var/lib/scangate/credential-replay), durably before it prints `accepted`: a manual gate can
-                 use it beside the daemon. The older names --keys, --format, --aud, --iss, --algorithms,
+                 use it beside the daemon. With --credential-holder-binding accept or require, each accepted
+                 presentation is recorded there too (it is accepted once). The older names --keys, --format, --aud, --iss, --algorithms,
                  --leeway, --max-lifetime, --number-claim, --one-time, --replay-store and
                  --require-synced-clock yes|no still work.
         Switches take --NAME, --no-NAME, --NAME=yes|no or --NAME yes|no (also true/false, on/off).

@@ -14,7 +14,7 @@ public enum ScanGateCommand {
         ("run", "run the scanning daemon (also when the first argument is an option)", RunCommand.run),
         ("decode-image", "decode codes in PNG, JPEG or PGM files", DecodeImageCommand.run),
         ("make-code", "draw a QR or barcode in the terminal, or to a PNG/PGM file", MakeCodeCommand.run),
-        ("credential", "signed passes: make a signing key, issue a pass, verify passes (keygen, issue, verify)", CredentialCommand.run),
+        ("credential", "signed passes: make a signing key, issue a pass, present it as its holder, verify passes (keygen, issue, present, verify)", CredentialCommand.run),
         ("policy", "status lists as the daemon takes them: verify a file, show what is in force (verify, show)", PolicyCommand.run),
         ("render", "write a scenario's frames to a Y4M file or a folder (for replay)", RenderCommand.run),
         ("check-config", "validate a config file and print the effective configuration", CheckConfigCommand.run),

@@ -97,4 +97,15 @@ public enum TokenParser {
             return .failure(error)
         }
     }
+
+    /// A CWT presentation (`SG2:`): the pass's and the proof's bytes (nil: the payload is not one).
+    public static func cwtPresentation(_ payload: [UInt8]) -> Result<(pass: [UInt8], proof: [UInt8])?, Refusal> {
+        guard CWTPresentation.hasPrefix(payload) else { return .success(nil) }
+        do throws(Refusal) {
+            let p = try CWTPresentation.parse(payload)
+            return .success((p.pass, p.proof))
+        } catch {
+            return .failure(error)
+        }
+    }
 }

@@ -5,9 +5,10 @@ import Settings
 /// Holder-bound passes on hostile input: the SD-JWT presentation splitter, disclosures, the key-binding
 /// JWT's claims, cnf keys, and the verifier under credential-holder-binding accept.
 enum PresentationFuzz {
-    /// The issuer key of the seeds (Tests/Fuzz/corpus/sdjwt, made by `sdjwt_peer.py seeds`; its private key
-    /// was not kept): their passes verify, and their presentations are then refused for the holder part.
-    static let issuerJWKS = #"{"keys": [{"crv": "Ed25519", "kid": "sd-site", "kty": "OKP", "x": "I2Kwx2sNaGU82jcztUkguVZXfKBERckiCv4l6zXfOaQ"}]}"#
+    /// The issuer keys of the seeds (Tests/Fuzz/corpus/sdjwt, made by `sdjwt_peer.py seeds`, kid sd-site, and
+    /// `cwt_holder_peer.py seeds`, kid cwt-seed; their private keys were not kept): their passes verify, and
+    /// their presentations are then refused for the holder part.
+    static let issuerJWKS = #"{"keys": [{"crv": "Ed25519", "kid": "sd-site", "kty": "OKP", "x": "I2Kwx2sNaGU82jcztUkguVZXfKBERckiCv4l6zXfOaQ"}, {"kty": "OKP", "crv": "Ed25519", "kid": "cwt-seed", "x": "uDK3FFEEXpKAqDLlE3gTx6KPGGmZkVWwjiyGCVsTPjg"}]}"#
 
     static let keys: CredentialKeySet = {
         (try? CredentialKeySet.parseJWKS(Array(issuerJWKS.utf8), file: "sd-site.jwks")) ?? CredentialKeySet(keys: [], source: "none")
@@ -41,7 +42,7 @@ enum PresentationFuzz {
     }
 
     @Sendable static func run(_ bytes: [UInt8]) {
-        require(keys.keys.map(\.keyID) == ["sd-site"], "the seeds' issuer key loads")
+        require(keys.keys.map(\.keyID) == ["sd-site", "cwt-seed"], "the seeds' issuer keys load")
         switch TokenParser.presentation(bytes) {
         case .success(nil):
             require(!bytes.contains(UInt8(ascii: "~")), "only a payload without '~' is not a presentation")
@@ -70,6 +71,14 @@ enum PresentationFuzz {
         let parts = bytes.split(separator: UInt8(ascii: "~"), omittingEmptySubsequences: false).map { Array($0) }
         if let first = parts.first, case .success(let text) = TokenParser.disclose(first, disclosures: Array(parts.dropFirst().prefix(32))) {
             checkDisclosed(text)
+        }
+        // The CWT form: SG2: + base45 of [pass, proof].
+        switch TokenParser.cwtPresentation(bytes) {
+        case .success(nil): require(!bytes.starts(with: Array("SG2:".utf8)), "an SG2: payload is read as a CWT presentation")
+        case .success(let p?):
+            require(bytes.starts(with: Array("SG2:".utf8)) && bytes.count <= 4096, "a CWT presentation starts with SG2: and fits")
+            require(p.pass.count + p.proof.count <= 3072, "its parts fit the decoded limit")
+        case .failure(let refusal): require(refusal.reason == .malformed, "the CWT presentation reader refuses only as malformed")
         }
         _ = TokenParser.holderKey(bytes)
         // No presentation verifies without a holder's private key (a seed's bearer pass, with no cnf, may

@@ -9,6 +9,9 @@ tagged COSE_Sign1 an "SG1:" code carries; the proof is a COSE_Sign1 by the holde
   cwt_holder_peer.py cases DIR   writes DIR/peer-cwt-holder.jwks (the issuer's Ed25519 key, kid "cwt-site") and prints
                                  {"jwks", "cases": [...]} with the verdict a kiosk with credential-audience
                                  "north" and credential-holder-binding accept must give ("require": under require)
+  cwt_holder_peer.py seeds DIR   writes the sdjwt fuzz target's SG2 seeds to DIR (passes valid at its fixed time
+                                 1800000000, proofs an hour old, for another door, by another key) and prints
+                                 the issuer's JWKS (kid cwt-seed) for Tests/Fuzz/Sources
   cwt_holder_peer.py verify JWKS PRESENTATION AUD
                                  verifies a presentation ScanGate made (credential present on an SG1 pass with
                                  cnf): prints the pass's claims as JSON, or "refused: ..." and exits 1
@@ -96,6 +99,29 @@ def cases(directory):
     print(json.dumps({"jwks": jwks_path, "cases": out}))
 
 
+def seeds(directory):
+    import base64
+    from cryptography.hazmat.primitives import serialization
+    at = 1800000000
+    site, site_raw = generate("OKP", kid="cwt-seed")
+    phone, phone_ed, thief = generate("EC2")[0], generate("OKP")[0], generate("EC2")[0]
+    claims = {"sub": "9001", "aud": "north", "iat": at - 86400, "exp": at + 86400}
+    bound = make_pass(site, claims, phone)
+    bound_ed = make_pass(site, dict(claims, sub="9002"), phone_ed)
+    out = {
+        "sg2-stale-p256": presentation(bound, make_proof(bound, phone, iat=at - 3600)),
+        "sg2-stale-ed25519": presentation(bound_ed, make_proof(bound_ed, phone_ed, iat=at - 3600)),
+        "sg2-other-door": presentation(bound, make_proof(bound, phone, aud="south", iat=at)),
+        "sg2-other-key": presentation(bound, make_proof(bound, thief, iat=at)),
+        "sg1-bare-bound": "SG1:" + base45_encode(bound),
+    }
+    for name, text in out.items():
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(text)
+    x = site_raw.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    print(json.dumps({"kty": "OKP", "crv": "Ed25519", "kid": "cwt-seed", "x": base64.urlsafe_b64encode(x).rstrip(b"=").decode()}))
+
+
 def verify(jwks_path, text, aud):
     if not text.startswith("SG2:"):
         print("refused: does not start with SG2:")
@@ -121,6 +147,8 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(__file__))
     if len(sys.argv) == 3 and sys.argv[1] == "cases":
         cases(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "seeds":
+        seeds(sys.argv[2])
     elif len(sys.argv) == 5 and sys.argv[1] == "verify":
         sys.exit(verify(*sys.argv[2:]))
     else:
