@@ -264,12 +264,11 @@ public enum COSESign1 {
     /// Names are kept apart here by Unicode equivalence (`Set<String>`), more strictly than the map's keys
     /// (by bytes): "cafe\u{301}" after "caf\u{e9}" becomes "cafe\u{301}~2", so that a reader of the JSON
     /// that normalises names does not see one name twice. Only what is shown changes; claims are read from the map.
-    /// Only the claims map's own labels are claim names (`top`): a nested map (cnf's COSE_Key) shows its
-    /// integer labels as numbers.
-    static func json(_ map: CBORMap, top: Bool = true) -> String {
+    /// `numeric`: integer labels as numbers, not claim names (cnf's COSE_Key, whose labels are not claims).
+    static func json(_ map: CBORMap, numeric: Bool = false) -> String {
         var used = Set<String>()
         return JSONText.object(map.entries.map { entry in
-            let base = top ? jsonName(entry.key) : (entry.key.int64.map { String($0) } ?? jsonName(entry.key))
+            let base = numeric ? (entry.key.int64.map { String($0) } ?? jsonName(entry.key)) : jsonName(entry.key)
             var key = base
             var n = 2
             while used.contains(key) {
@@ -277,6 +276,8 @@ public enum COSESign1 {
                 n += 1
             }
             used.insert(key)
+            let inCnf = numeric || entry.key.int64 == Claim.cnf
+            if inCnf, case .map(let inner) = entry.value { return (key, json(inner, numeric: true)) }
             return (key, json(entry.value))
         })
     }
@@ -299,7 +300,7 @@ public enum COSESign1 {
         case .bytes(let b): return JSONText.string(Hex.string(b, lowercase: true))
         case .text(let t): return JSONText.string(t)
         case .array(let a): return "[" + a.map { json($0) }.joined(separator: ",") + "]"
-        case .map(let m): return json(m, top: false)
+        case .map(let m): return json(m)
         case .tagged(let tag, let v): return JSONText.object([("tag", String(tag)), ("value", json(v))])
         case .bool(let b): return b ? "true" : "false"
         case .null, .undefined: return "null"

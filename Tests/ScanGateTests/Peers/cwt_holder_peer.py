@@ -88,7 +88,7 @@ def cases(directory):
     add("CWT pass, Ed25519 holder, presented", presentation(bound_ed, make_proof(bound_ed, phone_ed)), "accepted", "9002")
     add("CWT presented for another door", presentation(bound, make_proof(bound, phone, aud="south")), "wrong-door")
     add("CWT proof by another key", presentation(bound, make_proof(bound, thief)), "bad-holder-signature")
-    add("CWT proof made 31 s ago", presentation(bound, make_proof(bound, phone, iat=now - 31)), "stale-presentation")
+    add("CWT proof made 45 s ago", presentation(bound, make_proof(bound, phone, iat=now - 45)), "stale-presentation")
     other = make_pass(site_private, claims("9003"), phone)
     add("CWT proof made for another pass", presentation(other, make_proof(bound, phone)), "bad-holder-signature")
     add("the CWT pass alone (SG1:)", "SG1:" + base45_encode(bound), "holder-binding-required")
