@@ -51,8 +51,7 @@ public protocol LiveCameraControls: AnyObject, Sendable {
 /// The daemon's current source's controls (nil for a simulated or replayed source), swapped when a
 /// reload builds a new source; read by the status socket's thread.
 public final class CameraControlsSlot: Sendable {
-    private struct Held: @unchecked Sendable {
-        // Sendable members only; unchecked for the existential's sake.
+    private struct Held: Sendable {
         var source: String
         var controls: (any LiveCameraControls)?
     }

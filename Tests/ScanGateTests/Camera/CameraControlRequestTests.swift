@@ -8,6 +8,7 @@ import Platform
 @testable import Service
 @testable import App
 import Settings
+@testable import Config
 import Catalog
 import XCTest
 
@@ -137,6 +138,35 @@ final class CameraControlRequestTests: XCTestCase {
         XCTAssertTrue(refused.contains("contrast=256 is out of range; allowed 0..255 in steps of 5"), refused)
         let unknown = String(decoding: try StatusCommand.ask(path, request: "focus").get(), as: UTF8.self)
         XCTAssertTrue(unknown.contains("'control NAME=VALUE'"), unknown)
+    }
+
+    /// `scangate status --control NAME=VALUE [--save]` as a command: exit 0 and the line written, exit 2 for a
+    /// refused value (nothing written), exit 2 before asking when --save has no file to write.
+    func testTheStatusCommandTriesSavesAndRefuses() throws {
+        let dir = try TestFiles.temporaryDirectory()
+        let path = dir + "/" + StatusSocket.fileName
+        let conf = dir + "/scangate.conf"
+        let original = "# kiosk\n[camera]\ncamera-control = brightness=100 ; first guess\n\n[service]\nstatus-socket = \(path)\n"
+        XCTAssertEqual(FileDescriptor.open(conf, O_WRONLY | O_CREAT | O_TRUNC).flatMap { fd in
+            fd.writeAll(Array(original.utf8)).flatMap { fd.close() } }.map { true }, .success(true))
+        let (fake, camera) = fakeCamera()
+        try camera.open()
+        defer { camera.close() }
+        let socket = try StatusSocket(path: path, group: nil, provider: { StatusReport(status: "scanning", version: "t", pid: 1, uptimeSeconds: 0) },
+                                      controls: slot(camera), logger: LogCapture().logger)
+        defer { socket.close() }
+        XCTAssertEqual(StatusCommand.run(["--controls", "--config", conf]), ExitCode.success.rawValue)
+        XCTAssertEqual(StatusCommand.run(["--control", "brightness=999", "--save", "--config", conf]), ExitCode.usage.rawValue)
+        XCTAssertEqual(fake.controls[0].value, 128)
+        XCTAssertEqual(StatusCommand.run(["--control", "Brightness=77", "--save", "--config", conf]), ExitCode.success.rawValue)
+        XCTAssertEqual(fake.controls[0].value, 77)
+        let written = try XCTUnwrap(String(validating: try ConfigFileReader.readAll(path: conf), as: UTF8.self))
+        XCTAssertEqual(written, "# kiosk\n[camera]\ncamera-control = brightness=77\n\n[service]\nstatus-socket = \(path)\n")
+        XCTAssertEqual(StatusCommand.run(["--control", "brightness=5", "--save", "--config", dir + "/missing.conf",
+                                          "--status-socket", path]), ExitCode.usage.rawValue)
+        XCTAssertEqual(fake.controls[0].value, 77, "not tried when it could not be saved")
+        XCTAssertEqual(StatusCommand.run(["--save", "--config", conf]), ExitCode.usage.rawValue)
+        XCTAssertEqual(StatusCommand.run(["--controls", "--snapshot", "x.png", "--config", conf]), ExitCode.usage.rawValue)
     }
 }
 
