@@ -20,7 +20,8 @@ import Glibc
 /// "brightness","name":"Brightness","type":"int","min":0,"max":255,"step":1,"default":128,"value":128},…]}`;
 /// `control NAME=VALUE` sets one on the open camera and answers `{"control":{"key":…,"value":<read back>}}`;
 /// either answers `{"error": …}` (a simulated or replayed source has no controls; an unknown name or a
-/// value out of range is named with what is allowed). `CameraControlRequests`. Bounds: up to 16 clients at once on the socket's own thread (one
+/// value out of range is named with what is allowed; `CameraControlRequests`); their ioctls run on the
+/// socket's thread, a few milliseconds. Bounds: up to 16 clients at once on the socket's own thread (one
 /// poll; more wait in the kernel's backlog of 8, or are refused), a request of at most 256 bytes, 1 s to
 /// send it and 2 s to read the answer; a client that breaks them is dropped, and none delays `close`.
 public final class StatusSocket: Sendable {
