@@ -207,6 +207,7 @@ final class Daemon: @unchecked Sendable {
         run.decoder = FaultInjection.wrap(run.decoder, logger: logger)
         let wiring = wire(components, camera: run.source.name, telemetryBox: telemetryBox)
         wiring.telemetry.policiesInForce(run.policies)
+        wiring.telemetry.cameraControls.hold(source: run.source.name, controls: run.source.liveControls)
         do {
             try wiring.signals.start()
         } catch {
@@ -406,6 +407,7 @@ final class Daemon: @unchecked Sendable {
             if run.sourceOpen { run.source.close() }
             run.sourceOpen = false
             run.source = newSource
+            wiring.telemetry.cameraControls.hold(source: newSource.name, controls: newSource.liveControls)
         } else {
             logger.notice("camera settings unchanged: the stream stays open")
         }
@@ -505,7 +507,8 @@ extension DaemonServices.State {
                 let path = settings.statusSocket == "auto" ? StatusSocket.defaultPath() : settings.statusSocket
                 do throws(SystemError) {
                     socket = try StatusSocket(path: path, provider: { telemetry.statusReport() },
-                                              snapshot: { telemetry.snapshot() }, logger: logger)
+                                              snapshot: { telemetry.snapshot() }, controls: telemetry.cameraControls,
+                                              logger: logger)
                     logger.info("status: answering scangate status on \(path)")
                 } catch {
                     logger.warning("status: \(error); scangate status will not reach this daemon (set status-socket to a writable path, or off)")

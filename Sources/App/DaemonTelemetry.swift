@@ -42,6 +42,8 @@ final class DaemonTelemetry: ReportOutput, @unchecked Sendable {
     private let scene: CameraSceneSignal
     /// The newest frame and the codes of the newest decoded one (the daemon's; each pipeline run feeds it).
     let liveView: LiveView
+    /// The current source's camera controls, for the status socket (the daemon swaps it with the source).
+    let cameraControls = CameraControlsSlot()
 
     init(status: StatusBoard, camera: String, outputs: @escaping @Sendable () -> [any Output], site: SiteLink? = nil,
          scene: CameraSceneSignal = CameraSceneSignal(), liveView: LiveView = LiveView()) {

@@ -8,12 +8,14 @@ import Settings
 import Glibc
 #endif
 
-/// `scangate status [--json | --snapshot FILE.png|-] [--config FILE] [--status-socket PATH]`: asks the
-/// running daemon over its status socket and prints a summary (or the JSON document), or writes the newest
-/// frame with the decoder's view drawn on it. No daemon: one line on stderr and exit 1.
+/// `scangate status [--json | --snapshot FILE.png|- | --controls | --control NAME=VALUE [--save]] [--config FILE]
+/// [--status-socket PATH]`: asks the running daemon over its status socket and prints a summary (or the JSON
+/// document), writes the newest frame with the decoder's view drawn on it, or lists or tries the camera's
+/// controls (and writes a tried one into the config). No daemon: one line on stderr and exit 1.
 public enum StatusCommand {
     public static let usage = """
-        usage: scangate status [--json | --snapshot FILE.png|-] [--config FILE] [--status-socket PATH]
+        usage: scangate status [--json | --snapshot FILE.png|- | --controls | --control NAME=VALUE [--save]]
+                               [--config FILE] [--status-socket PATH]
 
         Asks the running daemon how it is doing: status, uptime, frames, reads, rejected reads by
         reason, the status lists in force (their iat, age and exp), drops, each device's health with
@@ -26,25 +28,37 @@ public enum StatusCommand {
                                 and focusing the camera; the daemon keeps scanning.
           --snapshot -          draw it in the terminal instead (downscaled), with the figures and each
                                 code's corners and payload (a signed pass: its fingerprint only)
-          --config FILE         the daemon's config file: its status-socket is the one asked
-                                (default \(ConfigFile.defaultPath) when it exists)
+          --controls            list the controls of the camera the daemon has open (exposure, gain,
+                                focus, brightness, ...): type, min, max, step, default and current value
+          --control NAME=VALUE  set a control on the running daemon's camera (names as --controls and
+                                v4l2-ctl write them) and print the value read back; the daemon keeps it
+                                until it restarts or its camera settings change, and sets it again
+                                when the camera is reopened after a loss
+          --save                with --control, after it took: write camera-control = NAME=VALUE into
+                                [camera] of the config file (replacing the line for that control;
+                                other lines and comments stay), atomically
+          --config FILE         the daemon's config file: its status-socket is the one asked, and
+                                --save writes to it (default \(ConfigFile.defaultPath) when it exists)
           --status-socket PATH  the daemon's status socket, as status-socket in the file (overrides
                                 --config; --socket is the older name). Default here, and for auto:
                                 \(StatusSocket.defaultPath()); that is $RUNTIME_DIRECTORY/status.sock
                                 when set, else /run/scangate/status.sock
           -h, --help            show this help
         Exit 0 when the daemon answered; 1 when no daemon runs, it cannot be asked or has no frame yet;
-        2 for a bad flag, config file or a FILE that cannot be written.
+        2 for a bad flag, config file or a FILE that cannot be written, and when the daemon refuses a
+        control (no such control, a value out of range, a source without controls).
         """
 
     public static func run(_ args: [String]) -> Int32 {
         let json: Bool
         let snapshot: String?
+        let controlsRequest: ControlsRequest?
         let path: String
         do throws(UsageError) {
             let parsed = try CommandLineParser.parse(args, table: OptionTable.service.filter { $0.name == "status-socket" },
                                                      aliases: ["socket": "status-socket"],
-                                                     local: [.init("json"), .init("snapshot", value: "FILE.png, or - for the terminal")],
+                                                     local: [.init("json"), .init("snapshot", value: "FILE.png, or - for the terminal"),
+                                                             .init("controls"), .init("control", value: "NAME=VALUE"), .init("save")],
                                                      command: "status")
             if parsed.help {
                 write(usage + "\n", to: 1)
@@ -52,13 +66,14 @@ public enum StatusCommand {
             }
             json = parsed.localValue("json") == "true"
             snapshot = parsed.localValue("snapshot")
-            if let snapshot {
-                if json { throw UsageError("--json and --snapshot are asked one at a time") }
-                if snapshot != "-" { try checkWritable(snapshot) }
-            }
             // The daemon's resolution: defaults, then the file (the packaged service's when it exists and
             // no other is given, as check-config reads it), then the flags.
             let configPath = parsed.configPath ?? (access(ConfigFile.defaultPath, F_OK) == 0 ? ConfigFile.defaultPath : nil)
+            controlsRequest = try ControlsRequest(list: parsed.localValue("controls") == "true", control: parsed.localValue("control"),
+                                                  save: parsed.localValue("save") == "true", configPath: configPath)
+            let asked = [json ? "--json" : nil, snapshot.map { _ in "--snapshot" }, controlsRequest?.flag].compactMap { $0 }
+            if asked.count > 1 { throw UsageError(asked.joined(separator: " and ") + " are asked one at a time") }
+            if let snapshot, snapshot != "-" { try checkWritable(snapshot) }
             let socket: String
             do throws(UsageError) {
                 socket = try Configuration.resolve(configPath: configPath, flagAssignments: parsed.assignments).service.statusSocket
@@ -77,6 +92,7 @@ public enum StatusCommand {
             return ExitCode.usage.rawValue
         }
         if let snapshot { return writeSnapshot(to: snapshot, socket: path) }
+        if let controlsRequest { return controlsRequest.run(socket: path) }
         let answer: [UInt8]
         switch ask(path) {
         case .success(let bytes): answer = bytes

@@ -71,22 +71,7 @@ struct ControlInfo: Equatable {
     var isInactive: Bool { flags & UInt32(V4L2_CTRL_FLAG_INACTIVE) != 0 }
 
     /// Lower case; every run of other characters becomes one '_' between words (as v4l2-ctl names them).
-    static func normalise(_ name: String) -> String {
-        var out = ""
-        var pendingUnderscore = false
-        for scalar in name.unicodeScalars {
-            let isWordCharacter = scalar.isASCII && (("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
-                                                     || ("0"..."9").contains(scalar))
-            if isWordCharacter {
-                if pendingUnderscore { out += "_" }
-                pendingUnderscore = false
-                out += String(scalar).lowercased()
-            } else if !out.isEmpty {
-                pendingUnderscore = true
-            }
-        }
-        return out
-    }
+    static func normalise(_ name: String) -> String { CameraControlName.normalise(name) }
 
     /// Names that matter when scanning codes (shown by `list-cameras` without --all-controls).
     static let scanningKeywords = ["exposure", "focus", "gain", "brightness", "contrast", "sharpness", "gamma",
@@ -141,37 +126,65 @@ struct CameraControls {
         guard !requested.isEmpty else { return }
         let available = try list()
         for request in requested {
-            let key = ControlInfo.normalise(request.name)
-            guard let control = available.first(where: { $0.key == key }) else {
-                let names = available.filter { $0.kind.takesInteger }.map(\.key)
-                throw UsageError("camera \(device.path) has no control '\(request.name)'; it has: "
-                                 + (names.isEmpty ? "none" : names.joined(separator: ", ")))
-            }
-            guard control.kind.takesInteger else {
-                throw UsageError("camera \(device.path): control \(control.key) is a \(control.kind.name) control; "
-                                 + "only int, bool and menu controls can be set")
-            }
-            guard !control.isReadOnly else {
-                throw UsageError("camera \(device.path): control \(control.key) is read-only")
-            }
-            guard (control.minimum...control.maximum).contains(request.value) else {
-                throw UsageError("camera \(device.path): \(control.key)=\(request.value) is out of range; "
-                                 + "allowed \(control.minimum)..\(control.maximum)")
-            }
-            var c = v4l2_control()
-            c.id = control.id
-            c.value = Int32(request.value)
-            switch device.ioctl(.setControl, c) {
-            case .success:
-                logger.info("camera \(device.path): \(control.key) = \(request.value)"
-                            + (control.isInactive ? " (inactive now: an automatic mode may override it)" : ""))
-            case .failure(let e) where e.errno == .invalidArgument || e.errno.rawValue == ERANGE
-                                       || e.errno == .permissionDenied:
-                throw UsageError("camera \(device.path): cannot set \(control.key)=\(request.value): \(e.errno) "
-                                 + "(allowed \(control.minimum)..\(control.maximum), step \(control.step))")
-            case .failure(let e):
-                throw e
-            }
+            let control = try resolve(request, in: available)
+            try set(control, request.value)
+            logger.info("camera \(device.path): \(control.key) = \(request.value)"
+                        + (control.isInactive ? " (inactive now: an automatic mode may override it)" : ""))
         }
+    }
+
+    /// The control `request` names, when it is one that can take `request.value`; else a `UsageError`
+    /// naming the control and what is allowed.
+    func resolve(_ request: CameraControl, in available: [ControlInfo]) throws(UsageError) -> ControlInfo {
+        let key = ControlInfo.normalise(request.name)
+        guard let control = available.first(where: { $0.key == key }) else {
+            let names = available.filter { $0.kind.takesInteger }.map(\.key)
+            throw UsageError("camera \(device.path) has no control '\(request.name)'; it has: "
+                             + (names.isEmpty ? "none" : names.joined(separator: ", ")))
+        }
+        guard control.kind.takesInteger else {
+            throw UsageError("camera \(device.path): control \(control.key) is a \(control.kind.name) control; "
+                             + "only int, bool and menu controls can be set")
+        }
+        guard !control.isReadOnly else {
+            throw UsageError("camera \(device.path): control \(control.key) is read-only")
+        }
+        guard (control.minimum...control.maximum).contains(request.value) else {
+            throw UsageError("camera \(device.path): \(control.key)=\(request.value) is out of range; "
+                             + "allowed \(control.minimum)..\(control.maximum)"
+                             + (control.step > 1 ? " in steps of \(control.step)" : ""))
+        }
+        return control
+    }
+
+    /// VIDIOC_S_CTRL: a value the driver refuses is a `UsageError` with the range; a failing device a `SystemError`.
+    func set(_ control: ControlInfo, _ value: Int) throws -> Void {
+        var c = v4l2_control()
+        c.id = control.id
+        c.value = Int32(clamping: value)
+        switch device.ioctl(.setControl, c) {
+        case .success:
+            return
+        case .failure(let e) where e.errno == .invalidArgument || e.errno.rawValue == ERANGE
+                                   || e.errno == .permissionDenied || e.errno.rawValue == EPERM:
+            throw UsageError("camera \(device.path): cannot set \(control.key)=\(value): \(e.errno) "
+                             + "(allowed \(control.minimum)..\(control.maximum), step \(control.step))")
+        case .failure(let e):
+            throw e
+        }
+    }
+
+    /// The reading of `control` as the status socket and doctor show it (the value read now).
+    func reading(_ control: ControlInfo) -> CameraControlReading {
+        let current: Int?
+        if case .success(let v) = value(control) { current = v } else { current = nil }
+        return CameraControlReading(key: control.key, name: control.name, type: control.kind.name, minimum: control.minimum,
+                                    maximum: control.maximum, step: control.step, defaultValue: control.defaultValue,
+                                    value: current)
+    }
+
+    /// Every control a single integer sets, read now.
+    func readings() throws(SystemError) -> [CameraControlReading] {
+        try list().filter { $0.kind.takesInteger }.map(reading)
     }
 }

@@ -33,6 +33,9 @@ public final class V4L2Camera: FrameSource {
     private let logger: Logger
     private let calls: any V4L2Calls
     private var session: Session?
+    /// The controls, for other threads: the open device is lent to it between open and close.
+    public let controlPanel: CameraControlPanel
+    public var liveControls: (any LiveCameraControls)? { controlPanel }
 
     public convenience init(device: String, settings: CaptureSettings, logger: Logger) {
         self.init(device: device, settings: settings, logger: logger, calls: SystemV4L2.calls())
@@ -44,6 +47,7 @@ public final class V4L2Camera: FrameSource {
         self.settings = settings
         self.logger = logger
         self.calls = calls
+        self.controlPanel = CameraControlPanel(name: device, logger: logger)
     }
 
     deinit { close() }
@@ -118,6 +122,7 @@ public final class V4L2Camera: FrameSource {
         try session.buffers.queueAll()
         try device.streamOn().get()
         session.streaming = true
+        controlPanel.attach(device)
         logger.info("camera \(self.device) (\(capability.card), driver \(capability.driver)): streaming "
                     + "\(format.fourcc) \(format.width)x\(format.height) with \(granted) buffers"
                     + (calls is KernelV4L2Calls ? ", through libcamera's v4l2-compat" : ""))
@@ -231,6 +236,7 @@ public final class V4L2Camera: FrameSource {
     public func close() {
         guard let session else { return }
         self.session = nil
+        controlPanel.detach()
         session.release(logger: logger)
     }
 

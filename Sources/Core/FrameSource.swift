@@ -13,6 +13,9 @@ public protocol FrameSource: AnyObject {
     var isLive: Bool { get }
     /// True for devices that can vanish and come back (the capture thread then reopens with backoff).
     var isReconnectable: Bool { get }
+    /// The open camera's controls, for the status socket's `controls` and `control` requests (nil: the
+    /// source has none, as the simulator and replay).
+    var liveControls: (any LiveCameraControls)? { get }
 
     func open() throws
     /// The next frame; nil at the end of a finite source (replay, a scenario without --loop), or soon
@@ -24,6 +27,7 @@ public protocol FrameSource: AnyObject {
 
 extension FrameSource {
     public var isReconnectable: Bool { false }
+    public var liveControls: (any LiveCameraControls)? { nil }
 }
 
 /// Why a source could not deliver a frame.

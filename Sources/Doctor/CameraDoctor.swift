@@ -42,6 +42,7 @@ struct CameraDoctor {
         }
         defer { source.close() }
         rows.append(.pass(.camera, "camera open", openedDetail(source)))
+        if let v4l2 = source as? V4L2Camera { rows += controlRows(v4l2.controlPanel) }
         let (captureRow, codes) = grab(from: source)
         rows.append(captureRow)
         if captureRow.result == .fail {
@@ -80,6 +81,22 @@ struct CameraDoctor {
                     ?? "check the camera with `scangate list-cameras` and `dmesg` (USB errors)"
             }
             return .fail(.camera, "camera device", "\(error)", fix: fix)
+        }
+    }
+
+    /// One row per control that matters for aiming (exposure, gain, focus, brightness, contrast, their
+    /// automatic switches, ...), read from the camera just opened: type, range, step, default, current value.
+    func controlRows(_ panel: CameraControlPanel) -> [DoctorRow] {
+        do throws(UsageError) {
+            let readings = try panel.scanningReadings()
+            guard !readings.isEmpty else {
+                return [.pass(.camera, "camera controls", "\(camera) offers no exposure, gain, focus or brightness controls")]
+            }
+            return readings.map { r in
+                .pass(.camera, "control \(r.key)", "\(r.type): \(r.rangeText)")
+            }
+        } catch {
+            return [.warn(.camera, "camera controls", error.message, fix: "`scangate list-cameras` lists them")]
         }
     }
 

@@ -16,7 +16,12 @@ import Glibc
 /// Protocol: the client sends one line, `status`, and gets one JSON document (`StatusReport.json`) and a
 /// newline, then the connection closes. Or it sends `snapshot` and gets one JSON line (`{"view": …}`)
 /// and the newest frame's luma, width × height bytes (at most 4096 × 4096; `StatusSnapshot`), or one
-/// `{"error": …}` line when there is no frame yet. Bounds: up to 16 clients at once on the socket's own thread (one
+/// `{"error": …}` line when there is no frame yet. `controls` answers one line, `{"controls":[{"key":
+/// "brightness","name":"Brightness","type":"int","min":0,"max":255,"step":1,"default":128,"value":128},…]}`;
+/// `control NAME=VALUE` sets one on the open camera and answers `{"control":{"key":…,"value":<read back>}}`;
+/// either answers `{"error": …}` (a simulated or replayed source has no controls; an unknown name or a
+/// value out of range is named with what is allowed; `CameraControlRequests`); their ioctls run on the
+/// socket's thread, a few milliseconds. Bounds: up to 16 clients at once on the socket's own thread (one
 /// poll; more wait in the kernel's backlog of 8, or are refused), a request of at most 256 bytes, 1 s to
 /// send it and 2 s to read the answer; a client that breaks them is dropped, and none delays `close`.
 public final class StatusSocket: Sendable {
@@ -52,7 +57,8 @@ public final class StatusSocket: Sendable {
     /// Binds the socket and starts its thread. `provider` runs on that thread for each connection.
     public init(path: String = StatusSocket.defaultPath(), group: String? = "scangate",
                 provider: @escaping @Sendable () -> StatusReport,
-                snapshot: (@Sendable () -> StatusSnapshot?)? = nil, logger: Logger) throws(SystemError) {
+                snapshot: (@Sendable () -> StatusSnapshot?)? = nil, controls: CameraControlsSlot? = nil,
+                logger: Logger) throws(SystemError) {
         self.path = path
         // Bound first under a temporary name: that one must fit sockaddr_un's 108 bytes too (with its NUL).
         let temporary = path + ".\(getpid()).tmp"
@@ -107,7 +113,7 @@ public final class StatusSocket: Sendable {
         self.thread = PosixMutex(nil)
         let listenFD = fd, wakeFD = fds[0], served = self.served
         let t = try PosixThread(name: "status-socket") {
-            StatusSocket.serve(listenFD: listenFD, wakeFD: wakeFD, answers: Answers(status: provider, snapshot: snapshot),
+            StatusSocket.serve(listenFD: listenFD, wakeFD: wakeFD, answers: Answers(status: provider, snapshot: snapshot, controls: controls),
                                served: served, logger: logger, path: path)
         }
         thread.withLock { $0 = t }
@@ -173,6 +179,7 @@ public final class StatusSocket: Sendable {
     struct Answers {
         let status: @Sendable () -> StatusReport
         let snapshot: (@Sendable () -> StatusSnapshot?)?
+        let controls: CameraControlsSlot?
     }
 
     private struct Client {
@@ -288,7 +295,12 @@ public final class StatusSocket: Sendable {
                 } else {
                     c.answer = error("this daemon serves no snapshots")
                 }
-            default: c.answer = error("unknown request \(JSONText.string(text)); send 'status' or 'snapshot'")
+            default:
+                if let line = CameraControlRequests.answer(text, slot: answers.controls) {
+                    c.answer = Array((line + "\n").utf8)
+                } else {
+                    c.answer = error("unknown request \(JSONText.string(text)); send 'status', 'snapshot', 'controls' or 'control NAME=VALUE'")
+                }
             }
         }
         c.deadline = MonotonicInstant.now().adding(milliseconds: Double(timeoutMilliseconds))

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+import zlib
 
 # ---------------------------------------------------------------------------------------------------
 # Checks
@@ -173,6 +174,58 @@ def read_pgm(path):
     pixels = data[pos + 1:pos + 1 + width * height]
     require(len(pixels) == width * height, f"{path}: truncated PGM")
     return width, height, pixels
+
+
+def read_png_rgb(path, rows=None):
+    """A tiny PNG reader for what `scangate status --snapshot` writes (8-bit RGB, not interlaced): returns
+    (width, height, rows), rows[y] the RGB bytes of row y; `rows` decodes only that many from the top."""
+    with open(path, "rb") as f:
+        data = f.read()
+    require(data[:8] == b"\x89PNG\r\n\x1a\n", f"{path}: not a PNG")
+    pos, idat, header = 8, [], None
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    require(header is not None, f"{path}: no IHDR")
+    width, height, depth, colour, _, _, interlace = header
+    require(depth == 8 and colour == 2 and interlace == 0,
+            f"{path}: depth {depth}, colour type {colour}, interlace {interlace}; want 8-bit RGB, not interlaced")
+    raw = zlib.decompress(b"".join(idat))
+    stride, bpp = width * 3, 3
+    require(len(raw) == height * (stride + 1), f"{path}: {len(raw)} bytes of rows for {width}x{height}")
+    out, previous = [], bytearray(stride)
+    for y in range(height if rows is None else min(rows, height)):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        if kind == 1:      # Sub
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 255
+        elif kind == 2:    # Up
+            line = bytearray((a + b) & 255 for a, b in zip(line, previous))
+        elif kind == 3:    # Average
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + previous[i]) >> 1)) & 255
+        elif kind == 4:    # Paeth
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b = previous[i]
+                c = previous[i - bpp] if i >= bpp else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        else:
+            require(kind == 0, f"{path}: row {y} has PNG filter {kind}")
+        out.append(bytes(line))
+        previous = line
+    return width, height, out
 
 
 def canvas(width, height, image=None, background=255):

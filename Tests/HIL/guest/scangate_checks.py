@@ -9,7 +9,7 @@ import threading
 import time
 
 from rig import (GPIO_LABEL, Daemon, Libcamera, GpioSim, GpioTrace, OutputStream, Recorder, Vivid, canvas,
-                 check, pulses, read_pgm, require, run, to_rgb24, to_yuyv, wait_until)
+                 check, pulses, read_pgm, read_png_rgb, require, run, to_rgb24, to_yuyv, wait_until)
 
 GREEN, RED, BUZZER, STATUS = 17, 27, 22, 23
 ALL_LINES = (GREEN, RED, BUZZER, STATUS)
@@ -547,6 +547,142 @@ def camera_new_formats(rig):
             f"number {licence['number']}, expiry {licence['expiry']} (frames {[e.get('frame') for e in events]})")
 
 
+# ---------------------------------------------------------------------------------------------------
+# Aiming: the daemon's snapshot and camera controls over its status socket, on vivid.
+
+def textured_code_frame(rig, payload):
+    """640x480 GREY: a QR code of `payload` (make-code, quiet zone white) in the middle of a light
+    texture (every level 120..247, never two neighbours alike), so a byte compare means something."""
+    path = f"/tmp/code-{abs(hash(payload))}.pgm"
+    run(rig.scangate, "make-code", payload, "--scale", "5", "--out", path)
+    w, h, pixels = read_pgm(path)
+    width, height = Vivid.width, Vivid.height
+    frame = bytearray(120 + (x * 7 + y * 13) % 128 for y in range(height) for x in range(width))
+    x0, y0 = (width - w) // 2, (height - h) // 2
+    for y in range(h):
+        frame[(y0 + y) * width + x0:(y0 + y) * width + x0 + w] = pixels[y * w:(y + 1) * w]
+    return bytes(frame)
+
+
+def aiming_daemon(rig, frame, extra=()):
+    """vivid GREY 640x480 looping `frame`; `scangate run` on it with its status socket at
+    /tmp/CHECK.sock, once it reports the code in view. Returns (stream, daemon, socket path)."""
+    Vivid.configure("GREY")
+    stream = OutputStream(rig, iter(lambda: frame, None))
+    stream.wait_streaming()
+    sock = f"/tmp/{rig.check_name}.sock"
+    daemon = Daemon(rig, ["--camera", Vivid.capture, "--pixel-format", "GREY", "--width", "640", "--height", "480",
+                          "--status-socket", sock, *extra])
+    return stream, daemon, sock
+
+
+@check("camera-snapshot-luma-byte-for-byte")
+def camera_snapshot_luma(rig):
+    """`scangate status --snapshot F.png` from a daemon reading vivid (GREY 640x480) while a fixed frame
+    with a QR code is looped into it: outside the drawn overlay every pixel is the frame's luma, byte for
+    byte (grey, R = G = B = luma), and the overlay's red outline passes by each corner of the code."""
+    frame = textured_code_frame(rig, "HIL-SNAPSHOT")
+    stream, daemon, sock = aiming_daemon(rig, frame)
+    daemon.wait_for_payload("HIL-SNAPSHOT", 60)
+    png = f"/tmp/{rig.check_name}.png"
+    started = time.monotonic()
+    run(rig.scangate, "status", "--snapshot", png, "--status-socket", sock)
+    asked = time.monotonic() - started
+    started = time.monotonic()
+    width, height, rows = read_png_rgb(png, rows=Vivid.height)
+    decoded = time.monotonic() - started
+    status = daemon.terminate()
+    stream.stop()
+    require(status == 0, f"scangate exited {status} on SIGTERM")
+    require((width, height) == (640, 480 + 40), f"the snapshot is {width}x{height}, want 640x520 (frame + panel)")
+    grey = overlay = 0
+    red = []
+    mismatches = []
+    for y in range(Vivid.height):
+        row = rows[y]
+        for x in range(width):
+            r, g, b = row[3 * x], row[3 * x + 1], row[3 * x + 2]
+            if r == g == b:
+                grey += 1
+                if r != frame[y * width + x] and len(mismatches) < 5:
+                    mismatches.append((x, y, r, frame[y * width + x]))
+            else:
+                overlay += 1
+                if (r, g, b) == (255, 0, 0):
+                    red.append((x, y))
+    require(not mismatches, f"pixels differ from the frame sent (x, y, got, sent): {mismatches}")
+    require(0 < overlay < width * height // 50, f"{overlay} overlay pixels (want some, under 2% of the frame)")
+    # The code's symbol (without its quiet zone) spans the dark modules' bounding box.
+    dark = [(i % width, i // width) for i, v in enumerate(frame) if v < 100]
+    xs, ys = [p[0] for p in dark], [p[1] for p in dark]
+    corners = [(min(xs), min(ys)), (max(xs) + 1, min(ys)), (max(xs) + 1, max(ys) + 1), (min(xs), max(ys) + 1)]
+    for cx, cy in corners:
+        near = min((abs(x - cx) + abs(y - cy) for x, y in red), default=None)
+        require(near is not None and near <= 6, f"no red overlay pixel within 6 px of the code's corner {(cx, cy)} "
+                f"(nearest {near}); corners {corners}")
+    return (f"GREY 640x480 via vivid: {grey} frame pixels identical to the frame sent, {overlay} overlay pixels "
+            f"({len(red)} red, on all 4 corners of the code at {corners[0]}..{corners[2]}); snapshot {asked:.2f} s, "
+            f"PNG read {decoded:.2f} s")
+
+
+@check("camera-controls-try-and-save")
+def camera_controls_try_and_save(rig):
+    """`scangate status --controls` lists vivid's brightness and contrast from the running daemon;
+    `--control brightness=200` sets it on the daemon's open camera (v4l2-ctl reads 200 back); a value out
+    of range exits 2 naming the range; `--save` writes camera-control into [camera] of the config, keeping
+    the rest, and check-config accepts the file."""
+    conf = f"/tmp/{rig.check_name}.conf"
+    sock = f"/tmp/{rig.check_name}.sock"
+    with open(conf, "w") as f:
+        f.write(f"# HIL kiosk\n[camera]\ncamera = {Vivid.capture}\npixel-format = GREY\nwidth = 640\nheight = 480\n"
+                f"camera-control = brightness=100   ; the installer's first guess\n\n"
+                f"[service]\nstatus-socket = {sock}\n")
+    Vivid.configure("GREY")
+    # vivid keeps the value after the check: back to its default for the checks after this one.
+    rig.on_cleanup(lambda: subprocess.run(["v4l2-ctl", "-d", Vivid.capture, "-c", "brightness=128"], capture_output=True))
+    frame = code_frame(rig, "HIL-CONTROLS", "GREY")
+    stream = OutputStream(rig, iter(lambda: frame, None))
+    stream.wait_streaming()
+    daemon = Daemon(rig, ["--config", conf])
+    daemon.wait_for_payload("HIL-CONTROLS", 60)
+
+    def v4l2_brightness():
+        return run("v4l2-ctl", "-d", Vivid.capture, "-C", "brightness").strip()
+
+    at_open = v4l2_brightness()
+    listed = run(rig.scangate, "status", "--controls", "--config", conf)
+    require("brightness (int): min 0 max 255" in listed and "contrast (int):" in listed,
+            f"status --controls does not list vivid's brightness and contrast:\n{listed}")
+    started = time.monotonic()
+    tried = run(rig.scangate, "status", "--control", "brightness=200", "--config", conf).strip()
+    took = time.monotonic() - started
+    after_try = v4l2_brightness()
+    bad = subprocess.run([rig.scangate, "status", "--control", "brightness=300", "--config", conf],
+                         capture_output=True, text=True, timeout=20)
+    saved = run(rig.scangate, "status", "--control", "brightness=201", "--save", "--config", conf)
+    after_save = v4l2_brightness()
+    require(daemon.alive(), f"scangate exited while its controls were tried: {daemon.last_stderr()}")
+    status = daemon.terminate()
+    stream.stop()
+    require(status == 0, f"scangate exited {status} on SIGTERM")
+    require(at_open == "brightness: 100", f"v4l2-ctl read {at_open!r} after the daemon opened, want the configured 100")
+    require(tried.startswith("brightness = 200"), f"status --control printed {tried!r}")
+    require(after_try == "brightness: 200", f"v4l2-ctl read {after_try!r} after --control brightness=200")
+    err = bad.stderr.strip().splitlines()
+    require(bad.returncode == 2 and len(err) == 1 and "brightness" in err[0] and "0..255" in err[0],
+            f"brightness=300: exit {bad.returncode}, stderr {bad.stderr!r} (want 2 and one line with the range)")
+    require(after_save == "brightness: 201", f"v4l2-ctl read {after_save!r} after --save brightness=201")
+    with open(conf) as f:
+        text = f.read()
+    want = (f"# HIL kiosk\n[camera]\ncamera = {Vivid.capture}\npixel-format = GREY\nwidth = 640\nheight = 480\n"
+            f"camera-control = brightness=201\n\n[service]\nstatus-socket = {sock}\n")
+    require(text == want, f"--save wrote:\n{text}\nwant:\n{want}\n(stdout {saved!r})")
+    run(rig.scangate, "check-config", conf)
+    return (f"listed brightness/contrast; v4l2-ctl: {at_open} at open, {after_try} after the try ({took:.2f} s), "
+            f"{after_save} after --save; 300 refused with exit 2 ({err[0][-60:]!r}); the config line replaced, "
+            f"check-config accepts it")
+
+
 @check("camera-reload-keeps-streaming")
 def camera_reload_keeps_streaming(rig):
     """`systemctl reload` on a real camera: SIGHUP to `scangate run --config FILE` reading vivid, with the
@@ -705,6 +841,8 @@ def doctor_every_real_device(rig):
     require("FAIL" not in out, f"doctor reported a failure:\n{out}")
     require(len(heard) == 1 and abs(heard[0][2] - 1000) <= 20, f"--test-beep: heard {heard}, want one 1000 Hz tone")
     require("HIL-DOCTOR" in out, f"doctor did not decode the code in view:\n{out}")
+    require("control brightness" in out and "control contrast" in out,
+            f"doctor does not list vivid's brightness and contrast controls:\n{out}")
     got = rig.uart.wait_for(mark, lambda b: b.endswith(b"\r\n"), 5, "the test frame on the UART")
     require(got == b"SCANGATE-TEST\r\n", f"the UART carried {got!r}, expected b'SCANGATE-TEST\\r\\n'")
     green = pulses(trace.levels(GREEN), 1)

@@ -12,6 +12,7 @@ import GPIO
 import MemoryGPIO
 import Platform
 import Camera
+import CV4L2
 import Simulator
 import Components
 import Doctor
@@ -109,6 +110,27 @@ final class DoctorTests: XCTestCase {
         XCTAssertTrue(try row(outcome, "camera decode").detail.contains("V4L2-CODE (QR-Code"))
         XCTAssertEqual(fake.openDescriptors, [])
         XCTAssertEqual(fake.mappedCount, 0)
+    }
+
+    func testV4L2CameraControlsThatMatterForAimingAreListed() throws {
+        let fake = FakeV4L2Device(formats: [.init(fourcc: .grey, sizes: [FrameSize(width: 640, height: 480)])])
+        fake.controls = [
+            .init(id: 0x0098_0900, name: "Brightness", minimum: 0, maximum: 255, defaultValue: 128, value: 140),
+            .init(id: 0x0098_0903, name: "Hue", minimum: -128, maximum: 127, defaultValue: 0, value: 0),
+            .init(id: 0x009a_0901, name: "Auto Exposure", type: V4L2_CTRL_TYPE_MENU, minimum: 0, maximum: 3,
+                  defaultValue: 3, value: 1),
+            .init(id: 0x009a_0902, name: "Exposure Time, Absolute", minimum: 1, maximum: 5000, step: 2,
+                  defaultValue: 156, value: 300),
+        ]
+        let grey = [UInt8](repeating: 90, count: 640 * 480)
+        fake.onPoll = { device in device.deliver(grey) }
+        let outcome = try doctor(["--camera", "/dev/video7", "--capture-seconds", "0.1"], system: DoctorSystem(v4l2: fake))
+        XCTAssertEqual(try row(outcome, "control brightness").detail, "int: min 0 max 255 step 1 default 128 current 140")
+        XCTAssertEqual(try row(outcome, "control auto_exposure").detail, "menu: min 0 max 3 step 1 default 3 current 1")
+        XCTAssertEqual(try row(outcome, "control exposure_time_absolute").detail,
+                       "int: min 1 max 5000 step 2 default 156 current 300")
+        XCTAssertFalse(outcome.stdout.contains("control hue"), "hue does not matter for aiming:\n\(outcome.stdout)")
+        XCTAssertTrue(outcome.stdout.contains("control brightness"), outcome.stdout)
     }
 
     func testV4L2CameraHeldByAnotherProcess() throws {
