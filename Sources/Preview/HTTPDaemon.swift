@@ -1,0 +1,170 @@
+import CMicroHTTPD
+import Core
+import Platform
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A request as libmicrohttpd parsed it: method, path, and lookups of its headers and query arguments.
+public struct HTTPRequest {
+    public let method: String
+    public let path: String
+    let connection: OpaquePointer
+
+    public func header(_ name: String) -> String? { lookup(.HEADER_KIND, name) }
+    public func argument(_ name: String) -> String? { lookup(.GET_ARGUMENT_KIND, name) }
+
+    private func lookup(_ kind: MHD_ValueKind, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
+    }
+}
+
+/// What a handler answers: bytes, or a stream that MHD pulls from on the connection's own thread.
+public enum HTTPResponse {
+    case bytes(status: UInt32, contentType: String, body: [UInt8], headers: [(String, String)] = [])
+    case stream(status: UInt32, contentType: String, source: HTTPStreamSource)
+
+    public static func text(_ status: UInt32, _ message: String, headers: [(String, String)] = []) -> HTTPResponse {
+        .bytes(status: status, contentType: "text/plain; charset=utf-8", body: Array((message + "\n").utf8), headers: headers)
+    }
+}
+
+/// A body of unknown length. `read` runs on the connection's thread (thread per connection), may block
+/// until it has bytes, and returns how many it wrote, or nil at the end. `finished` runs once, when
+/// MHD releases the response (the client left, the stream ended or the server stopped).
+public protocol HTTPStreamSource: AnyObject, Sendable {
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    func finished()
+}
+
+/// libmicrohttpd's daemon, one per `HTTPDaemon`: a thread per connection (a stream's reads may block
+/// while they wait for the next frame), at most `connectionLimit` connections (more are closed on
+/// accept), each dropped after `timeoutSeconds` without traffic and given `memoryLimit` bytes for its
+/// request (a longer request line or header block is refused by MHD with a 4xx). The handler and the
+/// connection notification are reached through an Unmanaged reference to this object, retained while
+/// MHD runs and released after MHD_stop_daemon has joined every thread.
+public final class HTTPDaemon: Sendable {
+    public struct Limits: Sendable {
+        public var connectionLimit: UInt32
+        public var timeoutSeconds: UInt32
+        public var memoryLimit: Int
+        public init(connectionLimit: UInt32 = 64, timeoutSeconds: UInt32 = 10, memoryLimit: Int = 32 * 1024) {
+            self.connectionLimit = connectionLimit
+            self.timeoutSeconds = timeoutSeconds
+            self.memoryLimit = memoryLimit
+        }
+    }
+
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    private let handler: Handler
+    private let onConnections: @Sendable (Int) -> Void
+    /// The MHD_Daemon pointer: used only under this lock, by `stop`.
+    private struct Handle: @unchecked Sendable { let pointer: OpaquePointer }
+    private let daemon = PosixMutex<Handle?>(nil)
+    private let connections = Atomic<Int>(0)
+    public let address: String
+
+    /// Open TCP connections now.
+    public var connectionCount: Int { connections.load(ordering: .relaxed) }
+
+    /// Starts serving on `listenFD` (a bound, listening socket; MHD owns it from here and closes it on
+    /// stop; on a failure to start it is closed here).
+    public init(listenFD: Int32, address: String, limits: Limits, onConnections: @escaping @Sendable (Int) -> Void = { _ in },
+                handler: @escaping Handler) throws(SystemError) {
+        self.handler = handler
+        self.onConnections = onConnections
+        self.address = address
+        let context = Unmanaged.passRetained(self)
+        let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_AUTO.rawValue
+            | MHD_USE_ITC.rawValue
+        let started = scangate_mhd_start(UInt32(flags), listenFD, HTTPDaemon.access, context.toOpaque(), HTTPDaemon.notify,
+                                         limits.connectionLimit, limits.timeoutSeconds, limits.memoryLimit)
+        guard let started else {
+            let e = Errno.current
+            context.release()
+            close(listenFD)
+            throw SystemError("MHD_start_daemon (libmicrohttpd could not start its threads)", address, e)
+        }
+        daemon.withLock { $0 = Handle(pointer: started) }
+    }
+
+    /// MHD_stop_daemon: stops accepting, closes every connection, joins the threads. Once; then releases the
+    /// reference the callbacks used.
+    public func stop() {
+        guard let d = daemon.withLock({ s -> Handle? in let d = s; s = nil; return d }) else { return }
+        MHD_stop_daemon(d.pointer)
+        Unmanaged.passUnretained(self).release()
+    }
+
+    // MARK: - Callbacks from C
+
+    private static let notify: MHD_NotifyConnectionCallback = { cls, _, _, code in
+        guard let cls else { return }
+        let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+        let n: Int
+        if code == .CONNECTION_NOTIFY_STARTED {
+            n = me.connections.add(1, ordering: .relaxed).newValue
+        } else {
+            n = me.connections.subtract(1, ordering: .relaxed).newValue
+        }
+        me.onConnections(n)
+    }
+
+    private static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, _ in
+        guard let cls, let connection, let url, let method else { return .NO }
+        // A request body (a POST's form) is not read: the answer is queued at once and MHD discards the rest.
+        if let uploadSize, uploadSize.pointee > 0 { uploadSize.pointee = 0; return .YES }
+        let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+        let request = HTTPRequest(method: String(cString: method), path: String(cString: url), connection: connection)
+        return me.respond(connection, me.handler(request))
+    }
+
+    private static let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
+        guard let cls, let buffer else { return scangate_mhd_end_with_error() }
+        let source = Unmanaged<AnyObject>.fromOpaque(cls).takeUnretainedValue() as? HTTPStreamSource
+        guard let source else { return scangate_mhd_end_with_error() }
+        guard let n = source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max)) else {
+            return scangate_mhd_end_of_stream()
+        }
+        return n
+    }
+
+    private static let streamFree: MHD_ContentReaderFreeCallback = { cls in
+        guard let cls else { return }
+        let unmanaged = Unmanaged<AnyObject>.fromOpaque(cls)
+        (unmanaged.takeUnretainedValue() as? HTTPStreamSource)?.finished()
+        unmanaged.release()
+    }
+
+    private func respond(_ connection: OpaquePointer, _ answer: HTTPResponse) -> MHD_Result {
+        let response: OpaquePointer?
+        let status: UInt32
+        var headers: [(String, String)] = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
+        switch answer {
+        case .bytes(let s, let type, let body, let extra):
+            status = s
+            headers += [("Content-Type", type)] + extra
+            response = body.withUnsafeBytes { raw in
+                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        case .stream(let s, let type, let source):
+            status = s
+            headers.append(("Content-Type", type))
+            let context = Unmanaged<AnyObject>.passRetained(source as AnyObject)
+            response = MHD_create_response_from_callback(scangate_mhd_size_unknown(), 32 * 1024, HTTPDaemon.streamReader,
+                                                         context.toOpaque(), HTTPDaemon.streamFree)
+            if response == nil {
+                source.finished()
+                context.release()
+            }
+        }
+        guard let response else { return .NO }
+        defer { MHD_destroy_response(response) }
+        for (name, value) in headers {
+            guard MHD_add_response_header(response, name, value) == .YES else { return .NO }
+        }
+        return MHD_queue_response(connection, status, response)
+    }
+}
