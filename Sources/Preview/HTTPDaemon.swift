@@ -41,7 +41,10 @@ public protocol HTTPStreamSource: AnyObject, Sendable {
 /// libmicrohttpd's daemon, one per `HTTPDaemon`: a thread per connection (a stream's reads may block
 /// while they wait for the next frame), at most `connectionLimit` connections (more are closed on
 /// accept), each dropped after `timeoutSeconds` without traffic and given `memoryLimit` bytes for its
-/// request (a longer request line or header block is refused by MHD with a 4xx). The handler and the
+/// request (a longer request line or header block is refused by MHD with a 4xx). MHD's timeout counts
+/// only silence, so a client that trickles a byte a second would hold its thread for good: a reaper
+/// thread shuts down (shutdown(2); MHD then closes it) any connection whose request has not all come
+/// within `timeoutSeconds` of its connection or of its previous request's end. The handler and the
 /// connection notification are reached through an Unmanaged reference to this object, retained while
 /// MHD runs and released after MHD_stop_daemon has joined every thread.
 public final class HTTPDaemon: Sendable {
@@ -65,6 +68,15 @@ public final class HTTPDaemon: Sendable {
     private let daemon = PosixMutex<Handle?>(nil)
     private let connections = Atomic<Int>(0)
     public let address: String
+    private let limits: Limits
+    /// Open connections by their MHD_Connection address: the socket, and since when it waits for a
+    /// request (nil while one is being answered). Entries leave on MHD's CLOSED notification, which
+    /// comes before MHD closes the socket: a shutdown under this lock never reaches a reused descriptor.
+    private struct Waiting { var fd: Int32; var since: MonotonicInstant?; var reaped = false }
+    private let open = PosixMutex<[UInt: Waiting]>([:])
+    private let reaperStop: WakePipe
+    private let reaper = PosixMutex<PosixThread?>(nil)
+    private let onDropped: @Sendable () -> Void
 
     /// Open TCP connections now.
     public var connectionCount: Int { connections.load(ordering: .relaxed) }
@@ -72,14 +84,22 @@ public final class HTTPDaemon: Sendable {
     /// Starts serving on `listenFD` (a bound, listening socket; MHD owns it from here and closes it on
     /// stop; on a failure to start it is closed here).
     public init(listenFD: Int32, address: String, limits: Limits, onConnections: @escaping @Sendable (Int) -> Void = { _ in },
-                handler: @escaping Handler) throws(SystemError) {
+                onDropped: @escaping @Sendable () -> Void = {}, handler: @escaping Handler) throws(SystemError) {
         self.handler = handler
         self.onConnections = onConnections
+        self.onDropped = onDropped
         self.address = address
+        self.limits = limits
+        do throws(SystemError) {
+            reaperStop = try WakePipe(purpose: "preview reaper")
+        } catch {
+            close(listenFD)
+            throw error
+        }
         let context = Unmanaged.passRetained(self)
         let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_AUTO.rawValue
             | MHD_USE_ITC.rawValue
-        let started = scangate_mhd_start(UInt32(flags), listenFD, HTTPDaemon.access, context.toOpaque(), HTTPDaemon.notify,
+        let started = scangate_mhd_start(UInt32(flags), listenFD, HTTPDaemon.access, context.toOpaque(), HTTPDaemon.notify, HTTPDaemon.completed,
                                          limits.connectionLimit, limits.timeoutSeconds, limits.memoryLimit)
         guard let started else {
             let e = Errno.current
@@ -88,11 +108,39 @@ public final class HTTPDaemon: Sendable {
             throw SystemError("MHD_start_daemon (libmicrohttpd could not start its threads)", address, e)
         }
         daemon.withLock { $0 = Handle(pointer: started) }
+        do throws(SystemError) {
+            let t = try PosixThread(name: "preview-reaper") { [self] in reap() }
+            reaper.withLock { $0 = t }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// Every half second: shuts down the connections that have waited too long for their request.
+    private func reap() {
+        let timeout = Double(limits.timeoutSeconds) * 1000
+        while !reaperStop.wait(milliseconds: 500) {
+            let now = MonotonicInstant.now()
+            let dropped = open.withLock { table -> Int in
+                var n = 0
+                for (key, w) in table where !w.reaped {
+                    guard let since = w.since, now.milliseconds(since: since) > timeout else { continue }
+                    _ = shutdown(w.fd, Int32(SHUT_RDWR))
+                    table[key]?.reaped = true
+                    n += 1
+                }
+                return n
+            }
+            for _ in 0..<dropped { onDropped() }
+        }
     }
 
     /// MHD_stop_daemon: stops accepting, closes every connection, joins the threads. Once; then releases the
     /// reference the callbacks used.
     public func stop() {
+        reaperStop.signal()
+        reaper.withLock { t -> PosixThread? in let old = t; t = nil; return old }?.join()
         guard let d = daemon.withLock({ s -> Handle? in let d = s; s = nil; return d }) else { return }
         MHD_stop_daemon(d.pointer)
         Unmanaged.passUnretained(self).release()
@@ -100,16 +148,28 @@ public final class HTTPDaemon: Sendable {
 
     // MARK: - Callbacks from C
 
-    private static let notify: MHD_NotifyConnectionCallback = { cls, _, _, code in
-        guard let cls else { return }
+    private static let notify: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+        guard let cls, let connection else { return }
         let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
         let n: Int
         if code == .CONNECTION_NOTIFY_STARTED {
+            let fd = scangate_mhd_connection_fd(connection)
+            if fd >= 0 { me.open.withLock { $0[key] = Waiting(fd: fd, since: .now()) } }
             n = me.connections.add(1, ordering: .relaxed).newValue
         } else {
+            me.open.withLock { _ = $0.removeValue(forKey: key) }
             n = me.connections.subtract(1, ordering: .relaxed).newValue
         }
         me.onConnections(n)
+    }
+
+    /// A request answered (or abandoned): the connection waits for its next one from now.
+    private static let completed: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+        guard let cls, let connection else { return }
+        let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
+        me.open.withLock { $0[key]?.since = .now() }
     }
 
     private static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, _ in
@@ -117,6 +177,8 @@ public final class HTTPDaemon: Sendable {
         // A request body (a POST's form) is not read: the answer is queued at once and MHD discards the rest.
         if let uploadSize, uploadSize.pointee > 0 { uploadSize.pointee = 0; return .YES }
         let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
+        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
+        me.open.withLock { $0[key]?.since = nil }
         let request = HTTPRequest(method: String(cString: method), path: String(cString: url), connection: connection)
         return me.respond(connection, me.handler(request))
     }

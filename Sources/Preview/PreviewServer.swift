@@ -71,7 +71,10 @@ public final class PreviewServer: Sendable {
         self.backend = backend
         self.logger = logger
         self.frames = FrameCache(fetch: backend.frameJPEG)
-        let daemon = try HTTPDaemon(listenFD: listenFD, address: address, limits: options.limits) { [weak self] request in
+        let timeout = options.limits.timeoutSeconds
+        let daemon = try HTTPDaemon(listenFD: listenFD, address: address, limits: options.limits, onDropped: { [logger] in
+            logger.warning("preview: dropped a client that did not send its request within \(timeout) s", rateLimitKey: "preview-slow")
+        }) { [weak self] request in
             guard let self else { return .text(503, "stopping") }
             return self.route(request)
         }
