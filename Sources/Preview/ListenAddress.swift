@@ -103,8 +103,9 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// `--token-file FILE`: the token every request must carry when the page is served beyond loopback.
-/// The file must not be readable or writable by group or others (as the private key files), and hold
-/// one line of 16 to 256 printable characters.
+/// The file must not be readable or writable by group or others and must belong to root or to this user
+/// (as the private key files, Credentials/Keys/KeyFiles.swift), and hold one line of 16 to 256 printable
+/// characters.
 public struct PreviewToken: Sendable {
     let bytes: [UInt8]
 
@@ -115,6 +116,9 @@ public struct PreviewToken: Sendable {
         let mode = info.st_mode & 0o7777
         guard mode & 0o077 == 0 else {
             throw UsageError("--token-file \(path): mode 0\(String(mode, radix: 8)) lets group or others read or write the token; chmod 600")
+        }
+        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+            throw UsageError("--token-file \(path): is owned by uid \(info.st_uid); it must belong to root or to uid \(geteuid()), the user preview runs as")
         }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw UsageError("--token-file \(path): cannot open: \(Errno.current)") }

@@ -4,6 +4,7 @@ import Glibc
 import Core
 import Foundation
 import Platform
+import Preview
 import XCTest
 
 /// `scangate preview` under hostile or careless clients: a thousand at once, a slow one, an oversized
@@ -182,6 +183,23 @@ final class PreviewBadInputTests: XCTestCase {
     }
 
     // MARK: - Remote
+
+    func testLoopbackAddressesAndTheTokenComparison() throws {
+        for loopback in ["127.0.0.1:8470", "127.3.2.1:1", "[::1]:8470"] {
+            XCTAssertTrue(try ListenAddress(loopback).isLoopback, loopback)
+        }
+        for remote in ["0.0.0.0:8470", "192.168.1.5:80", "[::]:8470", "[::ffff:127.0.0.1]:8470", "128.0.0.1:1"] {
+            XCTAssertFalse(try ListenAddress(remote).isLoopback, remote)
+        }
+        for bad in ["", "8470", "127.0.0.1:0", "127.0.0.1:65536", "localhost:8470", "[::1:8470", "1.2.3:4"] {
+            XCTAssertThrowsError(try ListenAddress(bad), bad)
+        }
+        let token = PreviewToken(bytes: Array("0123456789abcdef".utf8))
+        XCTAssertTrue(token.matches(Array("0123456789abcdef".utf8)))
+        for wrong in ["", "0123456789abcde", "0123456789abcdeF", "0123456789abcdef0", "x123456789abcdef"] {
+            XCTAssertFalse(token.matches(Array(wrong.utf8)), wrong)
+        }
+    }
 
     func preview(_ args: [String]) throws -> ScangateProcess.Result {
         try ScangateProcess.run(["preview", "--status-socket", dir + "/none.sock"] + args, timeout: 20)
