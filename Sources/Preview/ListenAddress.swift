@@ -110,8 +110,12 @@ public struct PreviewToken: Sendable {
     let bytes: [UInt8]
 
     public init(file path: String) throws(UsageError) {
+        // Opened without following a link and without blocking (a FIFO), then checked on the descriptor.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else { throw UsageError("--token-file \(path): cannot open: \(Errno.current)") }
+        defer { close(fd) }
         var info = stat()
-        guard stat(path, &info) == 0 else { throw UsageError("--token-file \(path): cannot stat: \(Errno.current)") }
+        guard fstat(fd, &info) == 0 else { throw UsageError("--token-file \(path): cannot stat: \(Errno.current)") }
         guard info.st_mode & S_IFMT == S_IFREG else { throw UsageError("--token-file \(path): not a regular file") }
         let mode = info.st_mode & 0o7777
         guard mode & 0o077 == 0 else {
@@ -120,12 +124,12 @@ public struct PreviewToken: Sendable {
         guard info.st_uid == 0 || info.st_uid == geteuid() else {
             throw UsageError("--token-file \(path): is owned by uid \(info.st_uid); it must belong to root or to uid \(geteuid()), the user preview runs as")
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw UsageError("--token-file \(path): cannot open: \(Errno.current)") }
-        defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBytes { FileDescriptor(rawValue: fd).read(into: $0) }
-        guard case .success(let count) = n else { throw UsageError("--token-file \(path): cannot read: \(Errno.current)") }
+        let count: Int
+        switch buffer.withUnsafeMutableBytes({ FileDescriptor(rawValue: fd).read(into: $0) }) {
+        case .success(let n): count = n
+        case .failure(let e): throw UsageError("--token-file \(path): cannot read: \(e)")
+        }
         var token = Array(buffer[0..<count])
         while let last = token.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { token.removeLast() }
         guard (16...256).contains(token.count), token.allSatisfy({ (0x21...0x7E).contains($0) }) else {
