@@ -75,21 +75,8 @@ enum PreviewHTTP {
         var body: [UInt8]
     }
 
-    /// A port nothing listens on now (bound to 0 and released).
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", "free port", .current) }
-        defer { close(fd) }
-        var sa = sockaddr_in()
-        sa.sin_family = sa_family_t(AF_INET)
-        sa.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let rc = withUnsafeMutablePointer(to: &sa) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 ? getsockname(fd, $0, &len) : -1 }
-        }
-        guard rc == 0 else { throw SystemError("bind", "127.0.0.1:0", .current) }
-        return UInt16(bigEndian: sa.sin_port)
-    }
+    /// A port nothing listens on now (Support's FreePort).
+    static func freePort() throws -> UInt16 { UInt16(try FreePort.make()) }
 
     /// A connected socket to 127.0.0.1:port, or -1.
     static func connect(port: UInt16) -> Int32 {
