@@ -6,10 +6,12 @@ import Synchronization
 import Glibc
 #endif
 
-/// A request as libmicrohttpd parsed it: method, path, and lookups of its headers and query arguments.
+/// A request as libmicrohttpd parsed it: method, path, lookups of its headers and query arguments, and a
+/// POST's url-encoded form fields (MHD's post processor decoded them; at most `FormBody.maxBytes`).
 public struct HTTPRequest {
     public let method: String
     public let path: String
+    public let form: [String: String]
     let connection: OpaquePointer
 
     public func header(_ name: String) -> String? { lookup(.HEADER_KIND, name) }
@@ -164,22 +166,50 @@ public final class HTTPDaemon: Sendable {
         me.onConnections(n)
     }
 
-    /// A request answered (or abandoned): the connection waits for its next one from now.
-    private static let completed: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+    /// A request answered (or abandoned): its form (if any) is released, and the connection waits for its
+    /// next request from now.
+    private static let completed: MHD_RequestCompletedCallback = { cls, connection, requestContext, _ in
+        if let requestContext, let context = requestContext.pointee {
+            Unmanaged<FormBody>.fromOpaque(context).release()
+            requestContext.pointee = nil
+        }
         guard let cls, let connection else { return }
         let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
         let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
         me.open.withLock { $0[key]?.since = .now() }
     }
 
-    private static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, uploadSize, _ in
-        guard let cls, let connection, let url, let method else { return .NO }
-        // A request body (a POST's form) is not read: the answer is queued at once and MHD discards the rest.
-        if let uploadSize, uploadSize.pointee > 0 { uploadSize.pointee = 0; return .YES }
+    private static let access: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, requestContext in
+        guard let cls, let connection, let url, let method, let uploadSize, let requestContext else { return .NO }
         let me = Unmanaged<HTTPDaemon>.fromOpaque(cls).takeUnretainedValue()
         let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
         me.open.withLock { $0[key]?.since = nil }
-        let request = HTTPRequest(method: String(cString: method), path: String(cString: url), connection: connection)
+        let verb = String(cString: method)
+        var form: [String: String] = [:]
+        if verb == "POST" {
+            // A POST's body comes in later calls: the first sets up the form, the next feed it (MHD's post
+            // processor decodes a url-encoded or multipart form), the one with no more data answers.
+            // The form is released by the request-completed notification.
+            guard let context = requestContext.pointee else {
+                requestContext.pointee = Unmanaged.passRetained(FormBody(connection)).toOpaque()
+                return .YES
+            }
+            let body = Unmanaged<FormBody>.fromOpaque(context).takeUnretainedValue()
+            if uploadSize.pointee > 0 {
+                body.feed(uploadData, uploadSize.pointee)
+                uploadSize.pointee = 0
+                return .YES
+            }
+            guard !body.overflowed else {
+                return me.respond(connection, .text(413, "a form is at most \(FormBody.maxBytes) bytes"))
+            }
+            form = body.fields
+        } else if uploadSize.pointee > 0 {
+            // Any other body is not read: the answer is queued at once and MHD discards the rest.
+            uploadSize.pointee = 0
+            return .YES
+        }
+        let request = HTTPRequest(method: verb, path: String(cString: url), form: form, connection: connection)
         return me.respond(connection, me.handler(request))
     }
 
@@ -228,5 +258,47 @@ public final class HTTPDaemon: Sendable {
             guard MHD_add_response_header(response, name, value) == .YES else { return .NO }
         }
         return MHD_queue_response(connection, status, response)
+    }
+}
+
+/// A POST's form as MHD's post processor decodes it, for one request on one connection's thread (MHD
+/// calls the handler for a connection on that connection's thread only; hence unchecked Sendable).
+/// At most `maxBytes` of keys and values; past that the fields are dropped and the request gets 413.
+final class FormBody: @unchecked Sendable {
+    static let maxBytes = 1024
+    private(set) var fields: [String: String] = [:]
+    private(set) var overflowed = false
+    private var bytes = 0
+    private var processor: OpaquePointer?
+
+    init(_ connection: OpaquePointer) {
+        // nil when the body is not a form (its Content-Type): then the request has no fields.
+        processor = MHD_create_post_processor(connection, 1024, FormBody.iterator,
+                                              Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        if let processor { _ = MHD_destroy_post_processor(processor) }
+    }
+
+    func feed(_ data: UnsafePointer<CChar>?, _ count: Int) {
+        guard let processor, let data, !overflowed else { return }
+        // A malformed form ends the processing (.NO): the fields decoded so far stay, and are checked as any.
+        _ = MHD_post_process(processor, data, count)
+    }
+
+    private static let iterator: MHD_PostDataIterator = { cls, _, key, _, _, _, data, _, size in
+        guard let cls, let key else { return .NO }
+        let me = Unmanaged<FormBody>.fromOpaque(cls).takeUnretainedValue()
+        let name = String(cString: key)
+        me.bytes += name.utf8.count + size
+        guard me.bytes <= maxBytes else {
+            me.overflowed = true
+            me.fields = [:]
+            return .NO
+        }
+        let chunk = data.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: size), as: UTF8.self) } ?? ""
+        me.fields[name, default: ""] += chunk
+        return .YES
     }
 }

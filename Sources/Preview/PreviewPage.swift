@@ -85,7 +85,7 @@ enum PreviewPage {
               const line = document.createElement("code");
               const button = document.createElement("button"); button.textContent = "try";
               button.onclick = async () => {
-                const a = await (await fetch(q("control", {key: k.key, value: input.value}), {method: "POST"})).json();
+                const a = await (await fetch(q("control"), {method: "POST", body: new URLSearchParams({key: k.key, value: input.value})})).json();
                 if (a.error) { line.className = "err"; text(line, a.error); }
                 else { line.className = ""; text(line, "camera-control = " + a.control.key + "=" + a.control.value); }
               };

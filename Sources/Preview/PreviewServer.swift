@@ -35,7 +35,8 @@ public struct PreviewFailure: Error, Sendable {
 /// `scangate preview`'s routes over an `HTTPDaemon`:
 /// - `/` the page, `/stream.mjpg` the MJPEG stream (multipart/x-mixed-replace), `/view.json`,
 ///   `/status.json`, `/clients.json` (`{"clients":N,"connections":M}`: streams and TCP connections now),
-///   `/controls.json` and `POST /control?key=K&value=V` (forwarded to the daemon as they are);
+///   `/controls.json` and `POST /control` with the form `key=K&value=V` (forwarded to the daemon as
+///   `controls` and `control K=V`; the daemon's answer, `{"error": …}` included, is passed on as it is);
 /// - each stream at most `fps` frames a second, at most `maxClients` streams at once (more: 503);
 /// - frames are asked of the daemon only by a stream that is running: with no stream client, nothing polls;
 /// - with a token, every request carries `?token=` or `Authorization: Bearer`, else 401.
@@ -115,10 +116,11 @@ public final class PreviewServer: Sendable {
         case ("GET", "/controls.json"):
             return json(backend.ask("controls"))
         case ("POST", "/control"):
-            guard let key = request.argument("key"), let value = request.argument("value"),
+            guard let key = request.form["key"] ?? request.argument("key"), let value = request.form["value"] ?? request.argument("value"),
                   !key.isEmpty, key.utf8.count <= 64, value.utf8.count <= 64,
                   (key + value).unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "=" }) else {
-                return .text(400, "POST /control?key=NAME&value=VALUE: a control's key and value, each 1 to 64 printable characters without '='")
+                return .text(400, "POST /control with the form key=NAME&value=VALUE (or them in the query): a control's key and value, "
+                             + "each 1 to 64 printable characters without '='")
             }
             return json(backend.ask("control \(key)=\(value)"))
         case (_, "/"), (_, "/stream.mjpg"), (_, "/view.json"), (_, "/status.json"), (_, "/clients.json"), (_, "/controls.json"), (_, "/control"):

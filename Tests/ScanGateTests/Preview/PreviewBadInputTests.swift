@@ -182,6 +182,33 @@ final class PreviewBadInputTests: XCTestCase {
         XCTAssertEqual(preview.stop(), 0)
     }
 
+    /// The camera controls are the daemon's (`controls`, `control NAME=VALUE` on its status socket): preview
+    /// forwards a POSTed form as it is and passes the answer on; this daemon does not know the requests,
+    /// and its `{"error": …}` comes back. A form past 1 KiB is 413; a bad key 400.
+    func testControlRequestsAreForwardedAndTheDaemonsRefusalPassedOn() throws {
+        let preview = try PreviewUnderTest(dir: dir)
+        defer { preview.stop() }
+        func post(_ body: String, type: String = "application/x-www-form-urlencoded") -> PreviewHTTP.Answer? {
+            let fd = PreviewHTTP.connect(port: preview.port)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            let request = "POST /control HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: \(type)\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+            guard PreviewHTTP.send(fd, Array(request.utf8)) else { return nil }
+            return PreviewHTTP.parse(PreviewHTTP.readAll(fd))
+        }
+        let list = try XCTUnwrap(preview.get("/controls.json"))
+        XCTAssertTrue(String(decoding: list.body, as: UTF8.self).contains(#""error""#), String(decoding: list.body, as: UTF8.self))
+        let tried = try XCTUnwrap(post("key=brightness&value=140"))
+        XCTAssertEqual(tried.status, 200)
+        let text = String(decoding: tried.body, as: UTF8.self)
+        XCTAssertTrue(text.contains(#"\"control brightness=140\""#) && text.contains(#""error""#), text)
+        XCTAssertEqual(post("key=bright%20ness&value=1")?.status, 400)
+        XCTAssertEqual(post("key=" + String(repeating: "a", count: 3000) + "&value=1")?.status, 413)
+        XCTAssertEqual(preview.get("/control?key=a&value=1")?.status, 405, "GET does not set a control")
+        XCTAssertEqual(preview.stop(), 0)
+    }
+
     // MARK: - Remote
 
     func testLoopbackAddressesAndTheTokenComparison() throws {
