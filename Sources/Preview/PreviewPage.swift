@@ -1,5 +1,5 @@
-/// The one page: the stream at its natural size at the top left (a frame pixel is a page pixel), the
-/// figures (mean luma, histogram, sharpness, fps), the codes in view and the last reads, and the
+/// The one page: the stream at its natural size at the top left (a frame pixel is a page pixel), beside
+/// it (or below, on a narrow window) the figures (mean luma, histogram, sharpness, fps), the codes in view and the last reads, and the
 /// camera's controls when the daemon offers them. Inline CSS and JS only; no external script or font.
 /// A token given in the page's address (`?token=`) is passed on to the page's own requests.
 enum PreviewPage {
@@ -8,9 +8,9 @@ enum PreviewPage {
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8"><title>ScanGate preview</title>
         <style>
-        body{margin:0;background:#111;color:#ddd;font:14px sans-serif}
-        #view{display:block;margin:0;padding:0;border:0;image-rendering:pixelated}
-        #side{padding:8px 12px}
+        body{margin:0;background:#111;color:#ddd;font:14px sans-serif;display:flex;flex-wrap:wrap;align-items:flex-start}
+        #view{display:block;flex:none;margin:0;padding:0;border:0;image-rendering:pixelated}
+        #side{flex:1 1 320px;padding:0 16px}h3{margin:12px 0 4px}ul{margin:0;padding-left:20px}
         table{border-collapse:collapse}td,th{padding:2px 8px;text-align:left;vertical-align:top}
         #hist{display:flex;align-items:flex-end;height:48px;gap:1px}#hist div{width:10px;background:#4c4}
         code{color:#fc6}.err{color:#f88}button{font:inherit}
