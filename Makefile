@@ -85,9 +85,9 @@ test-fuzz: deps
 ## The unit suite under each sanitizer (Tests/Sanitizers/README.md); needs the debug binary (test-unit).
 ## make test leaves out the suites in SANITIZER_SKIP: long end-to-end runs whose subject is neither
 ## threads nor memory (kill -9 durability, photo accuracy, benchmarks, packaging, the installer's
-## commands, OSDP doctor's report, site-policy rules, the holder page in Chromium), 12 of about 21 minutes under TSan. `make sanitizers`
+## commands, OSDP doctor's report, site-policy rules, the holder page and the preview page in Chromium), 12 of about 21 minutes under TSan. `make sanitizers`
 ## runs the whole suite under both.
-SANITIZER_SKIP ?= ^ScanGateTests\.(CredentialCrashTests|AccuracyTests|LiveFrameBenchTests|OSDPBenchTests|DeployDebianPackageTests|DeployUnitTests|InstallerDayTests|CommandLineTests|OSDPDoctorTests|SitePolicyRunTests|HolderWalletPageTests)/
+SANITIZER_SKIP ?= ^ScanGateTests\.(CredentialCrashTests|AccuracyTests|LiveFrameBenchTests|OSDPBenchTests|DeployDebianPackageTests|DeployUnitTests|InstallerDayTests|CommandLineTests|OSDPDoctorTests|SitePolicyRunTests|HolderWalletPageTests|PreviewPageTests)/
 test-sanitizers: test-unit
 	Tests/Sanitizers/run thread --skip '$(SANITIZER_SKIP)'
 	Tests/Sanitizers/run address --skip '$(SANITIZER_SKIP)'

@@ -37,6 +37,7 @@ let package = Package(
         systemLibrary("COpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: "libmosquitto-dev"),
         systemLibrary("CZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
+        systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: "libmicrohttpd-dev"),
         // What Swift cannot import: function-like macros, variadic calls, C-only globals.
         .target(name: "CShim", dependencies: ["CV4L2", "CALSA", "CZbar"]),
         // zxing-cpp (Debian libzxing-dev, C++) behind a C header: the live decoder, decode-image's second, and its writer.
@@ -116,6 +117,8 @@ let package = Package(
 
         // systemd integration: sd_notify, watchdog, the journal lines.
         .target(name: "Service", dependencies: ["Core", "Platform", "Runtime", "CSystemd"], swiftSettings: swiftSettings),
+        // `scangate preview`'s HTTP server (libmicrohttpd): the page, the MJPEG stream, the bounds and the token.
+        .target(name: "Preview", dependencies: ["Core", "Platform", "CMicroHTTPD"], swiftSettings: swiftSettings),
         // `scangate doctor`: every configured device probed as `run` would use it.
         .target(name: "Doctor", dependencies: ["Core", "Platform", "Settings", "Config", "Components", "Catalog", "Camera",
                                                "Simulator", "Decoding", "Pipeline", "GPIO", "Sound", "SerialLine", "Serial",
@@ -137,7 +140,7 @@ let package = Package(
         .target(name: "App", dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator",
                                             "Camera", "Decoding", "Debounce", "Pipeline", "Components",
                                             "Catalog", "Feedback", "Service", "Doctor", "StillImages", "Bench", "Soak", "Wiegand",
-                                            "Credentials", "MQTT", "SerialLine", "CShim"],
+                                            "Credentials", "MQTT", "SerialLine", "Preview", "CShim"],
                 swiftSettings: swiftSettings),
         .executableTarget(name: "scangate", dependencies: ["App"], swiftSettings: swiftSettings),
 
@@ -145,7 +148,7 @@ let package = Package(
                     dependencies: ["Core", "Platform", "Runtime", "Settings", "Config", "Images", "Simulator", "Replay", "Camera",
                                    "Decoding", "Debounce", "Policies", "Pipeline", "GPIO", "MemoryGPIO", "Sound", "SerialLine",
                                    "Components", "Stdout", "Serial", "Wiegand", "Feedback", "Catalog", "Service", "Doctor",
-                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "CZXingShim", "OSDP", "Credentials", "MQTT", "DoorRelay"],
+                                   "StillImages", "Bench", "App", "CShim", "CV4L2", "CPNG", "CTurboJPEG", "CQREncode", "CZXingShim", "OSDP", "Credentials", "MQTT", "DoorRelay", "Preview"],
                     // Peer scripts (Python, run from .build/venv) and the fixtures they produced.
                     exclude: ["Peers", "Fixtures"],
                     swiftSettings: swiftSettings),

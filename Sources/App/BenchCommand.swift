@@ -15,7 +15,7 @@ import Glibc
 enum BenchCommand {
     static let help = """
         Usage: scangate bench [--json] [--memory-frames N] [--rounds N] [--corpus DIR] [--live-frames DIR]
-                              [--only live-frames] [--decoders]
+                              [--only live-frames|preview] [--decoders]
 
         Measures, on generated 640x480 frames, each figure next to its target:
           throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
@@ -45,7 +45,8 @@ enum BenchCommand {
                        frame, interleaved, --rounds times: reads per category, misreads, thread-CPU per
                        frame (empty scenes, frames with a code, all) and its ratio to zbar; zxing-cpp
                        3.1.1's reads beside them from DIR/reference.json (docs/live-path-frames.md)
-        --only live-frames runs that stage alone.
+        --only live-frames runs that stage alone; --only preview runs the "throughput with a preview
+        client watching / not" row alone (decoding with scangate preview's stream pulling at 5 fps).
         --decoders measures the decoders alone (a minute) and prints only their rows and the idle cost.
         A progress line goes to stderr (the stage, N/M, and its seconds); --json prints the same figures
         as one JSON object. Ctrl-C prints the figures measured so far and exits 130.
@@ -58,6 +59,7 @@ enum BenchCommand {
         var corpus: String? = nil
         var liveFrames: String? = nil
         var onlyLiveFrames = false
+        var onlyPreview = false
         var decodersOnly = false
         var args = CommandArguments(arguments)
         do throws(UsageError) {
@@ -71,9 +73,12 @@ enum BenchCommand {
                 case "--rounds": options.rounds = try args.number(a, 1...10_000_000)
                 case "--live-frames": liveFrames = try args.value(a, "a DIR (scripts/live-frames prints it)")
                 case "--only":
-                    let stage = try args.value(a, "a stage (live-frames)")
-                    guard stage == "live-frames" else { throw UsageError("--only \(stage): the one stage that runs alone is live-frames") }
-                    onlyLiveFrames = true
+                    let stage = try args.value(a, "a stage (live-frames or preview)")
+                    switch stage {
+                    case "live-frames": onlyLiveFrames = true
+                    case "preview": onlyPreview = true
+                    default: throw UsageError("--only \(stage): the stages that run alone are live-frames and preview")
+                    }
                 default: throw UsageError("unknown option \(a) (see scangate bench --help)")
                 }
             }
@@ -134,6 +139,9 @@ enum BenchCommand {
             if decodersOnly {
                 report.rows = BenchDecoders.reportRows(try BenchDecoders.measure(rounds: options.rounds, progress: options.progress))
                 report.rows.append(idleRow(try Benchmarks(options: options).idleCost(frames: BenchFrames.render(BenchFrames.idle, name: "idle"))))
+            } else if onlyPreview {
+                report.rows.append(previewRow(try BenchPreview.decodeThroughput(frames: BenchFrames.render(BenchFrames.traffic, name: "traffic"),
+                                                                                 rounds: options.rounds, progress: options.progress)))
             } else if onlyLiveFrames, let frames {
                 try measureLiveFrames(frames, options: options, into: &report)
             } else {
@@ -147,6 +155,12 @@ enum BenchCommand {
         } catch {
             return usageError("\(error)")
         }
+    }
+
+    static func previewRow(_ p: BenchPreview.Result) -> BenchReport.Row {
+        .init(name: "throughput with a preview client watching / not",
+              measured: "\(fmt(p.ratio * 100, 1))% (\(fmt(p.onFPS, 1)) / \(fmt(p.offFPS, 1)) fps, \(p.pulls) JPEG frames pulled)",
+              target: ">= 97%", pass: p.ratio >= 0.97 && p.pulls > 0)
     }
 
     static func idleRow(_ idle: Benchmarks.Idle) -> BenchReport.Row {
@@ -249,6 +263,7 @@ enum BenchCommand {
         report.rows.append(.init(name: "throughput with MQTT on / off",
                                  measured: "\(fmt(withMQTT.ratio * 100, 1))% (\(fmt(withMQTT.onFPS, 1)) / \(fmt(withMQTT.offFPS, 1)) fps, \(withMQTT.acknowledged)/\(withMQTT.reported) events acknowledged)",
                                  target: ">= 97%", pass: withMQTT.ratio >= 0.97 && withMQTT.acknowledged >= withMQTT.reported && withMQTT.reported > 0))
+        report.rows.append(previewRow(try BenchPreview.decodeThroughput(frames: traffic, rounds: options.rounds, progress: options.progress)))
         next("OSDP reply time")
         // 200 polls every 50 ms (libosdp's CP polls that often), once idle and once while a thread decodes
         // the traffic frames with zbar (the decode queue's work beside the link thread).

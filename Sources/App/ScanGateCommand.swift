@@ -20,6 +20,7 @@ public enum ScanGateCommand {
         ("check-config", "validate a config file and print the effective configuration", CheckConfigCommand.run),
         ("list-cameras", "list V4L2 cameras with their formats, sizes, rates and controls", ListCamerasCommand.run),
         ("status", "ask the running daemon how it is doing (--json: its JSON document; --snapshot: its frame)", StatusCommand.run),
+        ("preview", "serve a live page of the daemon's camera with the codes outlined, for aiming it", PreviewCommand.run),
         ("doctor", "check the config and every configured device; print a pass/fail table with fixes", DoctorCommand.run),
         ("bench", "measure throughput, idle cost, latency, memory and start-up against the targets", BenchCommand.run),
         ("soak", "replay a million frames through run and check events, memory and descriptors", SoakCommand.run),

@@ -3,7 +3,7 @@ import Images
 import Service
 import Simulator
 
-/// `status --snapshot`'s drawings of a snapshot: the frame with the decoder's view, as an RGB picture
+/// `status --snapshot`'s and `preview`'s drawings of a snapshot: the frame with the decoder's view, as an RGB picture
 /// (for a PNG file) or as terminal art. No text is drawn into the picture (no font); the figures are
 /// printed beside terminal art and are in `status --json`.
 ///
@@ -102,6 +102,9 @@ struct SnapshotPicture {
     }
 
     func png() throws(UsageError) -> [UInt8] { try PNGCodec.encodeRGB(width: width, height: height, pixels: pixels) }
+
+    /// The same picture as a JPEG (4:4:4, so the outline stays red): `scangate preview`'s stream.
+    func jpeg() throws(UsageError) -> [UInt8] { try JPEGEncoder.encodeRGB(width: width, height: height, pixels: pixels) }
 
     // MARK: - Terminal
 

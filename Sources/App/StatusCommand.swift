@@ -74,19 +74,7 @@ public enum StatusCommand {
             let asked = [json ? "--json" : nil, snapshot.map { _ in "--snapshot" }, controlsRequest?.flag].compactMap { $0 }
             if asked.count > 1 { throw UsageError(asked.joined(separator: " and ") + " are asked one at a time") }
             if let snapshot, snapshot != "-" { try checkWritable(snapshot) }
-            let socket: String
-            do throws(UsageError) {
-                socket = try Configuration.resolve(configPath: configPath, flagAssignments: parsed.assignments).service.statusSocket
-            } catch {
-                throw UsageError(parsed.spelledAsTyped(error.message))
-            }
-            switch socket {
-            case "auto": path = StatusSocket.defaultPath()
-            case "off":
-                let given = parsed.assignments.isEmpty ? configPath.map { "in \($0)" } ?? "" : "on the command line"
-                throw UsageError("status-socket is off \(given): the daemon has no status socket to ask (set status-socket = auto)")
-            default: path = socket
-            }
+            path = try socketPath(parsed)
         } catch {
             write("scangate status: \(Logger.escapeControls(error.message))\n", to: 2)
             return ExitCode.usage.rawValue
@@ -114,6 +102,26 @@ public enum StatusCommand {
     }
 
     struct Failure: Error { let message: String }
+
+    /// The status socket the daemon answers on, resolved as the daemon resolves it: defaults, then the
+    /// file (the packaged service's when it exists and no other is given, as check-config reads it),
+    /// then the flags. `status` and `preview` ask it.
+    static func socketPath(_ parsed: CommandLineParser.Result) throws(UsageError) -> String {
+        let configPath = parsed.configPath ?? (access(ConfigFile.defaultPath, F_OK) == 0 ? ConfigFile.defaultPath : nil)
+        let socket: String
+        do throws(UsageError) {
+            socket = try Configuration.resolve(configPath: configPath, flagAssignments: parsed.assignments).service.statusSocket
+        } catch {
+            throw UsageError(parsed.spelledAsTyped(error.message))
+        }
+        switch socket {
+        case "auto": return StatusSocket.defaultPath()
+        case "off":
+            let given = parsed.assignments.isEmpty ? configPath.map { "in \($0)" } ?? "" : "on the command line"
+            throw UsageError("status-socket is off \(given): the daemon has no status socket to ask (set status-socket = auto)")
+        default: return socket
+        }
+    }
 
     /// A snapshot file must be one that can be written: not a directory, in a directory that exists.
     static func checkWritable(_ file: String) throws(UsageError) {

@@ -59,7 +59,8 @@ public struct Benchmarks {
     /// loop calling zbar on the same frames with the same settings. Gating is off in both, so they do
     /// the same decoding work; best of `rounds` alternating runs each.
     /// `alsoReportingTo`: more report outputs next to stdout (the MQTT bench's connected output).
-    public func throughput(frames: [Frame], alsoReportingTo extra: [any ReportOutput] = []) throws -> Throughput {
+    /// `liveView`: the pipeline feeds it as the daemon's does (the preview bench asks it for snapshots).
+    public func throughput(frames: [Frame], alsoReportingTo extra: [any ReportOutput] = [], liveView: LiveView? = nil) throws -> Throughput {
         var bestBare = Double.infinity, bestDaemon = Double.infinity
         var stages = StageTimes()
         var dropped: UInt64 = 0
@@ -78,7 +79,7 @@ public struct Benchmarks {
             let stdout = StdoutOutput(settings: out, logger: quiet, fd: null)
             let pipeline = Pipeline(source: MemoryFrameSource(frames: frames), decoder: try StreamDecoder.bare(settings: ungated),
                                     debouncer: Debouncer(settings: DebounceSettings()),
-                                    dispatcher: ReadDispatcher(reports: [stdout] + extra), logger: quiet)
+                                    dispatcher: ReadDispatcher(reports: [stdout] + extra), logger: quiet, liveView: liveView)
             let t1 = BenchClock.wallMilliseconds()
             _ = pipeline.run()
             let daemon = BenchClock.wallMilliseconds() - t1
