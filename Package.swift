@@ -5,7 +5,8 @@
 //   1 Sources (Simulator, Replay, Camera) → 2 handoff and 3 decode queue (Pipeline, Decoding)
 //   → 4 Debounce → 5 Policies → 6 Outputs/ (Stdout, Serial, ...) and 7 Feedback (GPIO, Sound)
 // with Platform and Core underneath, Settings (values only) and Config (INI + flags) beside, each
-// output and feedback device registered once (Components, Catalog), and Service, Doctor and Tools
+// output and feedback device registered once (Components, Catalog), and Service, Doctor, Preview (the
+// installer's live page) and Tools
 // around them. App is the commands' wiring.
 import PackageDescription
 
