@@ -7,15 +7,38 @@ import XCTest
 /// and the README's door configs and pass commands (issue 27: its example set credential-audience but
 /// issued passes without --aud, so every pass was refused).
 final class ReadmeExampleTests: XCTestCase {
-    func pythonBlocks() throws -> [String] {
+    func pythonBlocks(_ title: String = "## Issuing passes from your own server", until next: String = "## A site without a server") throws -> [String] {
         let readme = try String(contentsOfFile: TestFiles.repositoryRoot + "/docs/signed-passes.md", encoding: .utf8)
-        guard let section = readme.range(of: "## Issuing passes from your own server"),
-              let end = readme.range(of: "## A site without a server", range: section.upperBound..<readme.endIndex) else {
-            XCTFail("docs/signed-passes.md has no \"Issuing passes from your own server\" section")
+        guard let section = readme.range(of: title),
+              let end = readme.range(of: next, range: section.upperBound..<readme.endIndex) else {
+            XCTFail("docs/signed-passes.md has no \"\(title)\" section")
             return []
         }
         let text = readme[section.upperBound..<end.lowerBound]
         return text.components(separatedBy: "```python\n").dropFirst().map { String($0.components(separatedBy: "```")[0]) }
+    }
+
+    /// Runs one Python example in `dir` (with .build/venv) and returns what printing `variable` gives.
+    func runExample(_ block: String, printing variable: String, in dir: String) throws -> String {
+        let script = dir + "/example.py"
+        try TestFiles.write(block + "\nprint(\(variable))\n", to: script)
+        guard FileManager.default.isExecutableFile(atPath: PythonPeers.python) else {
+            XCTFail("the Python peers are missing: run scripts/python-env")
+            return ""
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: PythonPeers.python)
+        process.arguments = [script]
+        process.currentDirectoryURL = URL(fileURLWithPath: dir)
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, "\(variable) example: \(errors)")
+        return printed.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func testIssuingExamplesRunAndTheirPassesVerify() throws {
@@ -27,24 +50,7 @@ final class ReadmeExampleTests: XCTestCase {
         XCTAssertEqual(keygen.status, 0, keygen.stderr)
         try FileManager.default.copyItem(atPath: dir + "/keys/site-2025.key", toPath: dir + "/signing-key.pem")
         for (block, variable) in zip(blocks, ["token", "qr_text"]) {
-            let script = dir + "/example.py"
-            try TestFiles.write(block + "\nprint(\(variable))\n", to: script)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: PythonPeers.python)
-            process.arguments = [script]
-            process.currentDirectoryURL = URL(fileURLWithPath: dir)
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            guard FileManager.default.isExecutableFile(atPath: PythonPeers.python) else {
-                return XCTFail("the Python peers are missing: run scripts/python-env")
-            }
-            try process.run()
-            let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            XCTAssertEqual(process.terminationStatus, 0, "\(variable) example: \(errors)")
-            let pass = printed.trimmingCharacters(in: .whitespacesAndNewlines)
+            let pass = try runExample(block, printing: variable, in: dir)
             XCTAssertEqual(pass.hasPrefix("SG1:"), variable == "qr_text", pass)
             let verified = try ScangateProcess.run(["credential", "verify", pass, "--keys", dir + "/keys/credential-keys.jwks",
                                                     "--aud", "front-door", "--require-synced-clock", "no"])
@@ -150,5 +156,76 @@ final class ReadmeExampleTests: XCTestCase {
         let verified = try ScangateProcess.run(["credential", "verify", "--image", dir + "/pass.png", "--keys", dir + "/passes/credential-keys.jwks",
                                                 "--aud", String(audience), "--require-synced-clock", "no"])
         XCTAssertEqual(verified.status, 0, verified.stdoutText + verified.stderr)
+    }
+
+    /// docs/signed-passes.md's holder-bound examples (the sd-jwt reference implementation, PyJWT, cwt): each
+    /// presentation is accepted once by a verify that requires holder binding.
+    func testHolderBoundExamplesRunAndTheirPresentationsVerify() throws {
+        let blocks = try pythonBlocks("## Passes bound to a phone", until: "## Revocation: Token Status Lists")
+        XCTAssertEqual(blocks.count, 3, "the sd-jwt, PyJWT and cwt examples")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        XCTAssertEqual(try ScangateProcess.run(["credential", "keygen", "--out", dir + "/keys", "--kid", "site-2025"]).status, 0)
+        try FileManager.default.copyItem(atPath: dir + "/keys/site-2025.key", toPath: dir + "/signing-key.pem")
+        for (n, block) in blocks.enumerated() {
+            let presentation = try runExample(block, printing: "qr_text", in: dir)
+            XCTAssertEqual(presentation.hasPrefix("SG2:"), n == 2, presentation)
+            let verify = ["credential", "verify", presentation, "--credential-keys", dir + "/keys/credential-keys.jwks",
+                          "--credential-audience", "front-door", "--credential-holder-binding", "require",
+                          "--credential-replay-store", dir + "/replay", "--no-credential-require-synced-clock"]
+            let verified = try ScangateProcess.run(verify)
+            XCTAssertEqual(verified.status, 0, "example \(n + 1): \(verified.stdoutText) \(verified.stderr)")
+            XCTAssertTrue(verified.stdoutText.contains("number 12345678, kid site-2025"), verified.stdoutText)
+            XCTAssertTrue(try ScangateProcess.run(verify).stdoutText.contains("presentation-replayed"), "example \(n + 1) shown twice")
+            print("holder-bound example \(n + 1): \(presentation.count) characters, verified: \(verified.stdoutLines.first ?? "")")
+        }
+    }
+
+    /// The README's holder-binding commands and config, as an installer runs them.
+    func testThePhoneBoundPassCommandsAndConfigAgree() throws {
+        let lines = try readmeLines("Passes bound to a phone")
+        let commands = lines.filter { $0.hasPrefix("scangate ") }
+        let config = configLines(lines)
+        XCTAssertEqual(config.first, "[credential]")
+        let dir = try TestFiles.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        XCTAssertEqual(try ScangateProcess.run(["credential", "keygen", "--out", dir + "/passes"]).status, 0, "the site's key, as in \"A door with signed passes\"")
+        func local(_ text: String) -> String {
+            text.replacingOccurrences(of: "/root/", with: dir + "/")
+                .replacingOccurrences(of: "/etc/scangate/credential-keys.jwks", with: dir + "/passes/credential-keys.jwks")
+                .replacingOccurrences(of: "/etc/scangate/scangate.conf", with: dir + "/scangate.conf")
+                .replacingOccurrences(of: "/var/lib/scangate/", with: dir + "/")
+                .replacingOccurrences(of: " pass.txt", with: " \(dir)/pass.txt").replacingOccurrences(of: " now.png", with: " \(dir)/now.png")
+        }
+        try TestFiles.write(local(config.joined(separator: "\n")) + "\n", to: dir + "/scangate.conf")
+        XCTAssertEqual(try ScangateProcess.run(["check-config", dir + "/scangate.conf"]).status, 0)
+        var ran = 0
+        for line in commands {
+            let command = String(line.split(separator: "#", maxSplits: 1)[0]).trimmingCharacters(in: .whitespaces)
+            var args = local(command).split(separator: " ").map(String.init).dropFirst().map { $0 }
+            // KID.key: the one key keygen wrote in that folder.
+            args = try args.map { arg in
+                guard arg.hasSuffix("/KID.key") else { return arg }
+                let folder = String(arg.dropLast("/KID.key".count))
+                let key = try XCTUnwrap(try FileManager.default.contentsOfDirectory(atPath: folder).first { $0.hasSuffix(".key") })
+                return folder + "/" + key
+            }
+            var output: String?
+            if let redirect = args.firstIndex(of: ">") {
+                output = args[redirect + 1]
+                args = Array(args[..<redirect])
+            }
+            if args.starts(with: ["credential", "verify"]) { args += ["--credential-require-synced-clock=no"] }
+            let result = try ScangateProcess.run(args)
+            XCTAssertEqual(result.status, 0, "\(command): \(result.stdoutText) \(result.stderr)")
+            if let output { try TestFiles.write(result.stdoutText, to: output) }
+            ran += 1
+        }
+        XCTAssertEqual(ran, 4, "keygen, issue, present, verify")
+        // The presentation was consumed by verify (the config's replay store): shown again, it is refused.
+        let again = try ScangateProcess.run(["credential", "verify", "--image", dir + "/now.png", "--config", dir + "/scangate.conf",
+                                             "--credential-require-synced-clock=no"])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertTrue(again.stdoutText.contains("presentation-replayed"), again.stdoutText)
     }
 }
