@@ -214,18 +214,18 @@ enum CredentialCommand {
             } catch {
                 throw UsageError("credential issue: \(error)")
             }
-            if textOnly {
-                _ = FileDescriptor(rawValue: 1).writeAll(Array((pass + "\n").utf8))
-                return ExitCode.success.rawValue
-            }
-            return try show(pass, out: out, ecc: ecc, scale: scale)
+            return try show(pass, text: textOnly, out: out, ecc: ecc, scale: scale)
         } catch {
             return usageError(error.message)
         }
     }
 
-    /// A pass or presentation as a QR code: an image file (--out), or drawn in the terminal.
-    static func show(_ pass: String, out: String?, ecc: QREncoder.ErrorCorrection?, scale: Int) throws(UsageError) -> Int32 {
+    /// A pass or presentation as text (--text), as a QR code in an image file (--out), or drawn in the terminal.
+    static func show(_ pass: String, text: Bool, out: String?, ecc: QREncoder.ErrorCorrection?, scale: Int) throws(UsageError) -> Int32 {
+        if text {
+            _ = FileDescriptor(rawValue: 1).writeAll(Array((pass + "\n").utf8))
+            return ExitCode.success.rawValue
+        }
         do throws(UsageError) {
             let (bitmap, _) = try qrCode(Array(pass.utf8), ecc: ecc)
             if let out {
@@ -298,11 +298,7 @@ enum CredentialCommand {
             } catch {
                 throw UsageError("credential present: \(error)")
             }
-            if textOnly {
-                _ = FileDescriptor(rawValue: 1).writeAll(Array((presentation + "\n").utf8))
-                return ExitCode.success.rawValue
-            }
-            return try show(presentation, out: out, ecc: ecc, scale: scale)
+            return try show(presentation, text: textOnly, out: out, ecc: ecc, scale: scale)
         } catch {
             return usageError(error.message)
         }

@@ -118,16 +118,8 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
         let pass = try PassIssuer.issue(PassRequest(format: format, number: "12345678", lifetimeSeconds: 3600, keyID: kid,
                                                     oneTime: true, now: now), key: key)
         let bytes = Array(pass.utf8)
-        for _ in 0..<50 { _ = verifier.verify(bytes, now: now) }
-        var times: [Double] = []
-        times.reserveCapacity(iterations)
-        for _ in 0..<iterations {
-            let start = BenchClock.wallMilliseconds()
-            let result = verifier.verify(bytes, now: now)
-            times.append(BenchClock.wallMilliseconds() - start)
-            guard case .success = result else { throw CryptoError("bench", name, "the pass did not verify: \(result)") }
-        }
-        figures.measures.append(.init(name: name, times: Percentiles(times), passLength: bytes.count))
+        figures.measures.append(.init(name: name, times: try timeVerify(verifier, bytes, now: now, iterations: iterations, name),
+                                      passLength: bytes.count))
     }
     // Holder binding: the pass (Ed25519, cnf) and the holder's key-binding JWT, as a phone presents it.
     var holderSettings = settings
@@ -140,16 +132,8 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
         request.holderKey = try holder.publicKey()
         let pass = try PassIssuer.issue(request, key: ed)
         let bytes = Array(try PresentationMaker.present(pass, holderKey: holder, audience: "north", now: now).utf8)
-        for _ in 0..<50 { _ = holderVerifier.verify(bytes, now: now) }
-        var times: [Double] = []
-        times.reserveCapacity(iterations)
-        for _ in 0..<iterations {
-            let start = BenchClock.wallMilliseconds()
-            let result = holderVerifier.verify(bytes, now: now)
-            times.append(BenchClock.wallMilliseconds() - start)
-            guard case .success = result else { throw CryptoError("bench", name, "the presentation did not verify: \(result)") }
-        }
-        figures.presentations.append(.init(name: name, times: Percentiles(times), passLength: bytes.count))
+        figures.presentations.append(.init(name: name, times: try timeVerify(holderVerifier, bytes, now: now, iterations: iterations, name),
+                                           passLength: bytes.count))
     }
     // One-time use: append one record and fdatasync it, per accepted pass.
     var template = Array((storeDirectory + "/scangate-bench-XXXXXX").utf8CString)
@@ -173,6 +157,20 @@ public func benchCredentials(iterations: Int = 2000, storeIterations: Int = 200,
     figures.statusList = try benchStatusList(key: ed, keyID: edID, keys: keys, settings: settings, directory: directory,
                                              now: now, iterations: iterations)
     return figures
+}
+
+/// `iterations` verifications of `bytes` after 50 to warm up, in milliseconds each; every one must accept.
+func timeVerify(_ verifier: CredentialVerifier, _ bytes: [UInt8], now: Int64, iterations: Int, _ name: String) throws -> Percentiles {
+    for _ in 0..<50 { _ = verifier.verify(bytes, now: now) }
+    var times: [Double] = []
+    times.reserveCapacity(iterations)
+    for _ in 0..<iterations {
+        let start = BenchClock.wallMilliseconds()
+        let result = verifier.verify(bytes, now: now)
+        times.append(BenchClock.wallMilliseconds() - start)
+        guard case .success = result else { throw CryptoError("bench", name, "it did not verify: \(result)") }
+    }
+    return Percentiles(times)
 }
 
 /// A 1,000,000-entry list (1 bit, every entry a deterministic pseudo-random 1% revoked) issued and written
