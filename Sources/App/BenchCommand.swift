@@ -15,7 +15,7 @@ import Glibc
 enum BenchCommand {
     static let help = """
         Usage: scangate bench [--json] [--memory-frames N] [--rounds N] [--corpus DIR] [--live-frames DIR]
-                              [--only live-frames|preview] [--decoders]
+                              [--only live-frames|preview|credentials] [--decoders]
 
         Measures, on generated 640x480 frames, each figure next to its target:
           throughput   whole daemon (--fast) vs a bare zbar loop on the same frames   target >= 97%
@@ -46,7 +46,9 @@ enum BenchCommand {
                        frame (empty scenes, frames with a code, all) and its ratio to zbar; zxing-cpp
                        3.1.1's reads beside them from DIR/reference.json (docs/live-path-frames.md)
         --only live-frames runs that stage alone; --only preview runs the "throughput with a preview
-        client watching / not" row alone (decoding with scangate preview's stream pulling at 5 fps).
+        client watching / not" row alone (decoding with scangate preview's stream pulling at 5 fps);
+        --only credentials runs the decoders' rows and the signed-pass rows (passes, presentations,
+        status lists) beside them.
         --decoders measures the decoders alone (a minute) and prints only their rows and the idle cost.
         A progress line goes to stderr (the stage, N/M, and its seconds); --json prints the same figures
         as one JSON object. Ctrl-C prints the figures measured so far and exits 130.
@@ -60,6 +62,7 @@ enum BenchCommand {
         var liveFrames: String? = nil
         var onlyLiveFrames = false
         var onlyPreview = false
+        var onlyCredentials = false
         var decodersOnly = false
         var args = CommandArguments(arguments)
         do throws(UsageError) {
@@ -73,11 +76,12 @@ enum BenchCommand {
                 case "--rounds": options.rounds = try args.number(a, 1...10_000_000)
                 case "--live-frames": liveFrames = try args.value(a, "a DIR (scripts/live-frames prints it)")
                 case "--only":
-                    let stage = try args.value(a, "a stage (live-frames or preview)")
+                    let stage = try args.value(a, "a stage (live-frames, preview or credentials)")
                     switch stage {
                     case "live-frames": onlyLiveFrames = true
                     case "preview": onlyPreview = true
-                    default: throw UsageError("--only \(stage): the stages that run alone are live-frames and preview")
+                    case "credentials": onlyCredentials = true
+                    default: throw UsageError("--only \(stage): the stages that run alone are live-frames, preview and credentials")
                     }
                 default: throw UsageError("unknown option \(a) (see scangate bench --help)")
                 }
@@ -139,6 +143,11 @@ enum BenchCommand {
             if decodersOnly {
                 report.rows = BenchDecoders.reportRows(try BenchDecoders.measure(rounds: options.rounds, progress: options.progress))
                 report.rows.append(idleRow(try Benchmarks(options: options).idleCost(frames: BenchFrames.render(BenchFrames.idle, name: "idle"))))
+            } else if onlyCredentials {
+                // The signed-pass rows beside one zbar pass, measured in the same run.
+                let decoders = try BenchDecoders.measure(rounds: options.rounds, progress: options.progress)
+                options.progress("signed passes")
+                report.rows += try benchCredentials().rows(zbarPassMilliseconds: decoders.rows.first?.emptyMs)
             } else if onlyPreview {
                 report.rows.append(previewRow(try BenchPreview.decodeThroughput(frames: BenchFrames.render(BenchFrames.traffic, name: "traffic"),
                                                                                  rounds: options.rounds, progress: options.progress)))
