@@ -41,8 +41,8 @@ public struct VerifiedPass: Equatable, Sendable {
     }
 }
 
-/// One presentation, for accepting it once: the SHA-256 of its key-binding JWT, held in the replay store
-/// until the wall clock reaches `holdUntil` (its iat plus the window, plus 1 s).
+/// One presentation, for accepting it once: the SHA-256 of its key-binding JWT (CWT: of its proof), held in
+/// the replay store until the wall clock reaches `holdUntil` (its iat plus the largest window, 300 s, plus 1 s).
 public struct PresentationID: Equatable, Sendable {
     public let digest: [UInt8]
     public let holdUntil: Int64
@@ -193,8 +193,10 @@ public struct CredentialVerifier: Sendable {
         } catch {
             throw Refusal(.replayStoreFailed, "cannot hash the presentation: \(error)")
         }
+        // Held past iat by the largest window any consumer of the store may apply, not this one's (as a pass
+        // is held past exp by the largest leeway): a `credential verify` with a wider window shares the file.
         // Within the window, so iat is within 300 s of a sane now.
-        return PresentationID(digest: id, holdUntil: Int64(issuedAt.rounded(.up)) + Int64(settings.presentationWindowSeconds) + 1)
+        return PresentationID(digest: id, holdUntil: Int64(issuedAt.rounded(.up)) + Int64(CredentialSettings.presentationWindowRange.upperBound) + 1)
     }
 
     /// The pass's own checks (below); returns the holder key its cnf names, if any.
